@@ -1,0 +1,38 @@
+# memoryproject — `make run` serves the API and admin, `make test` runs the suite. `make help` lists all.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.DEFAULT_GOAL := help
+.PHONY: help install run test lint bench clean
+
+help: ## Show this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,local]"
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv and install the project with its dev and offline-model extras
+
+run: install ## Migrate, ensure a demo tenant and admin, then serve API + admin + worker on 127.0.0.1:8000
+	$(PY) manage.py migrate --noinput
+	$(PY) manage.py bootstrap_demo
+	$(PY) manage.py serve
+
+test: install ## Run the whole test suite on the embedded PostgreSQL (fails if no test ran)
+	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; exit $$rc
+
+lint: install ## Check the code with ruff
+	$(PY) -m ruff check .
+
+bench: install ## Run the benchmarks under bench/ (they print figures; nothing is asserted)
+	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+clean: ## Remove the virtualenv and local data (the embedded database included)
+	rm -rf $(VENV) var

@@ -1,0 +1,140 @@
+from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+from pgvector.django import VectorField
+
+from memoryproject.tenancy.models import Tenant
+
+
+class Fact(models.Model):
+    """One atomic statement about a user or their work (semantic memory)."""
+
+    class Category(models.TextChoices):
+        PREFERENCE = "preference"
+        PROFILE = "profile"
+        PROJECT = "project"
+        DECISION = "decision"
+        PROCEDURE = "procedure"
+        OTHER = "other"
+
+    class Status(models.TextChoices):
+        PENDING = "pending"  # waits for human review
+        ACTIVE = "active"
+        REJECTED = "rejected"
+        ARCHIVED = "archived"  # forgotten but restorable until purged
+
+    class Source(models.TextChoices):
+        AGENT = "agent"
+        EXTRACTED = "extracted"
+        MANUAL = "manual"
+        IMPORT = "import"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts")
+    user_id = models.CharField(max_length=255)
+    agent_id = models.CharField(max_length=255, blank=True, default="")
+    category = models.CharField(max_length=20, choices=Category.choices, default=Category.OTHER)
+    content = models.TextField()
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    confidence = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
+    # Moved every time the fact is injected into a prompt; deliberately not indexed (cheap HOT updates).
+    usage_count = models.PositiveIntegerField(default=0)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    source = models.CharField(max_length=20, choices=Source.choices, default=Source.AGENT)
+    source_episode = models.ForeignKey(
+        "episodes.Episode", on_delete=models.SET_NULL, null=True, blank=True, related_name="facts"
+    )
+    # Temporal validity: a contradicted fact is retired (valid_to, superseded_by), never erased.
+    valid_from = models.DateTimeField(default=timezone.now)
+    valid_to = models.DateTimeField(null=True, blank=True)
+    superseded_by = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="supersedes"
+    )
+    occurred_at = models.DateTimeField(null=True, blank=True)
+    pinned = models.BooleanField(default=False)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            # Per-user search is an exact scan of one user's rows (DESIGN.md): this btree finds them.
+            models.Index(fields=["tenant", "user_id", "status"], name="fact_tenant_user_status"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(confidence__gte=0.0, confidence__lte=1.0), name="fact_confidence_0_1"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.content[:80]
+
+
+class FactEvent(models.Model):
+    """Audit trail of every state change of a fact, with who did it and the values before and after."""
+
+    class Action(models.TextChoices):
+        CREATED = "created"
+        MERGED = "merged"
+        SUPERSEDED = "superseded"
+        CONFLICT_OPENED = "conflict_opened"
+        CONFLICT_RESOLVED = "conflict_resolved"
+        UPDATED = "updated"
+        APPROVED = "approved"
+        REJECTED = "rejected"
+        DELETED = "deleted"
+        ARCHIVED = "archived"
+        RESTORED = "restored"
+        PURGED = "purged"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_events")
+    # A plain id, not a foreign key: the audit outlives a purged fact.
+    fact_id = models.BigIntegerField()
+    user_id = models.CharField(max_length=255)
+    action = models.CharField(max_length=30, choices=Action.choices)
+    actor = models.CharField(max_length=100)  # "api_key:<id>", "staff:<id>" or "system"
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["tenant", "fact_id", "created_at"], name="factevent_tenant_fact")]
+
+    def __str__(self) -> str:
+        return f"{self.action} fact {self.fact_id} by {self.actor}"
+
+
+class FactConflict(models.Model):
+    """A contradiction the service would not settle on its own; a human resolves it."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        RESOLVED = "resolved"
+
+    class Resolution(models.TextChoices):
+        KEEP_NEW = "keep_new"
+        KEEP_OLD = "keep_old"
+        KEEP_BOTH = "keep_both"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_conflicts")
+    user_id = models.CharField(max_length=255)
+    existing_fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_existing")
+    new_fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_new")
+    reason = models.TextField(blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    resolution = models.CharField(max_length=20, choices=Resolution.choices, blank=True)
+    resolved_by = models.CharField(max_length=100, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["tenant", "status", "user_id"], name="factconflict_tenant_status")]
+
+    def __str__(self) -> str:
+        return f"conflict {self.existing_fact_id} vs {self.new_fact_id} ({self.status})"

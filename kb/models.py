@@ -1,0 +1,63 @@
+from django.conf import settings
+from django.db import models
+from pgvector.django import HnswIndex, VectorField
+
+from memoryproject.tenancy.models import Tenant
+
+
+class Document(models.Model):
+    """A tenant's reference document (runbook, API reference, wiki page, code), shared by all its users."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
+    doc_id = models.CharField(max_length=500)  # the caller's id; by default the path below the indexed root
+    title = models.CharField(max_length=500, blank=True)
+    source_path = models.CharField(max_length=1000, blank=True)
+    content_type = models.CharField(max_length=100, blank=True)
+    content_hash = models.CharField(max_length=64)  # sha256 of the content: unchanged documents cost nothing
+    size_bytes = models.PositiveBigIntegerField(default=0)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["doc_id"]
+        constraints = [models.UniqueConstraint(fields=["tenant", "doc_id"], name="document_unique_doc_id")]
+
+    def __str__(self) -> str:
+        return self.doc_id
+
+
+class KBChunk(models.Model):
+    """A slice of a document that retrieval can return and cite (heading path and line range)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="kb_chunks")
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
+    ordinal = models.PositiveIntegerField()
+    text = models.TextField()
+    heading_path = models.CharField(max_length=1000, blank=True)  # "Guide > Rate limits"
+    line_start = models.PositiveIntegerField(default=1)
+    line_end = models.PositiveIntegerField(default=1)
+    token_count = models.PositiveIntegerField(default=0)
+    content_hash = models.CharField(max_length=64)
+    embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
+    embedding_model = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["document_id", "ordinal"]
+        verbose_name = "KB chunk"
+        constraints = [models.UniqueConstraint(fields=["document", "ordinal"], name="kbchunk_unique_ordinal")]
+        indexes = [
+            models.Index(fields=["tenant", "document"], name="kbchunk_tenant_document"),
+            # Tenant-wide KB search is large: approximate search with HNSW (iterative scan at query time).
+            HnswIndex(
+                name="kbchunk_embedding_hnsw",
+                fields=["embedding"],
+                m=16,
+                ef_construction=64,
+                opclasses=["vector_cosine_ops"],
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.ordinal}"

@@ -1,0 +1,43 @@
+from django.conf import settings
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .selectors import database_status
+
+
+class HealthApi(APIView):
+    """Liveness and readiness: is the database reachable, with pgvector, and which embedder is configured."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+    @extend_schema(
+        responses=inline_serializer(
+            "Health",
+            {
+                "status": serializers.CharField(),
+                "database": serializers.DictField(),
+                "embedding": serializers.DictField(),
+            },
+        )
+    )
+    def get(self, request):
+        db = database_status()
+        healthy = db.reachable and db.pgvector_version is not None
+        body = {
+            "status": "ok" if healthy else "unavailable",
+            "database": {
+                "reachable": db.reachable,
+                "server_version": db.server_version,
+                "pgvector_version": db.pgvector_version,
+                **({"error": db.error} if db.error else {}),
+            },
+            "embedding": {
+                "provider": settings.EMBEDDING_PROVIDER,
+                "dimensions": settings.EMBEDDING_DIMENSIONS,
+            },
+        }
+        return Response(body, status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE)

@@ -1,0 +1,8 @@
+from django.apps import AppConfig
+
+
+class MemoryProjectConfig(AppConfig):
+    """Project-wide management commands (serve, ...) live in this app."""
+
+    name = "memoryproject"
+    verbose_name = "memoryproject"

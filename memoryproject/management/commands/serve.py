@@ -1,0 +1,60 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+
+class Command(BaseCommand):
+    help = (
+        "Run the web server (API + admin) and the django-q cluster together; Ctrl-C stops both. "
+        "They share the embedded PostgreSQL, which stops when the last of them exits."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("addrport", nargs="?", default=os.environ.get("MEMORYPROJECT_ADDR", "127.0.0.1:8000"))
+        parser.add_argument("--no-worker", action="store_true", help="Do not start the django-q cluster.")
+
+    def handle(self, *args, addrport: str, no_worker: bool, **options):
+        manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
+        commands = {"web": [*manage, "runserver", addrport, "--noreload", "--insecure"]}
+        if not no_worker:
+            commands["worker"] = [*manage, "qcluster"]
+        # Own sessions: Ctrl-C reaches only us, and we stop the children once, in order.
+        children = {name: subprocess.Popen(command, start_new_session=True) for name, command in commands.items()}
+        self.stdout.write(f"Serving on http://{addrport}/ (admin at /admin/); press Ctrl-C to stop.")
+        exit_code = 0
+        try:
+            while True:
+                for name, child in children.items():
+                    if child.poll() is not None:
+                        self.stderr.write(f"{name} exited with code {child.returncode}; stopping the rest.")
+                        exit_code = child.returncode or 1
+                        raise KeyboardInterrupt
+                time.sleep(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            _stop(children.values())
+        if exit_code:
+            sys.exit(exit_code)
+
+
+def _stop(children) -> None:
+    """SIGINT first (what Ctrl-C sends, so each child cleans up), then terminate, then kill."""
+    for child in children:
+        if child.poll() is None:
+            child.send_signal(signal.SIGINT)
+    deadline = time.monotonic() + 15
+    for child in children:
+        try:
+            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            try:
+                child.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                child.kill()

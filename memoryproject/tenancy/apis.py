@@ -1,0 +1,17 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+
+class WhoAmIApi(APIView):
+    """Which tenant and key the request authenticated as: the quickest check that a key works."""
+
+    class OutputSerializer(serializers.Serializer):
+        tenant = serializers.CharField(source="tenant.name")
+        key_prefix = serializers.CharField(source="api_key.prefix")
+        key_name = serializers.CharField(source="api_key.name")
+
+    @extend_schema(responses=OutputSerializer, operation_id="whoami")
+    def get(self, request):
+        return Response(self.OutputSerializer(request.user).data)

@@ -1,0 +1,58 @@
+from dataclasses import dataclass
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework import authentication, exceptions
+
+from .models import ApiKey, Tenant
+from .selectors import api_key_find_active
+
+
+@dataclass(frozen=True)
+class ApiClient:
+    """The authenticated caller of the API: an agent holding one tenant's key."""
+
+    api_key: ApiKey
+
+    is_authenticated = True
+    is_anonymous = False
+
+    @property
+    def tenant(self) -> Tenant:
+        return self.api_key.tenant
+
+    @property
+    def actor(self) -> str:
+        """How audit records name this caller."""
+        return f"api_key:{self.api_key.pk}"
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """`Authorization: Bearer <key>`; the key decides the tenant, nothing in the request can."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request).decode("latin-1").split()
+        if not header or header[0].lower() != self.keyword.lower():
+            return None
+        if len(header) != 2:
+            raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Bearer <key>'.")
+        api_key = api_key_find_active(key=header[1])
+        if api_key is None:
+            raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        return ApiClient(api_key=api_key), api_key
+
+    def authenticate_header(self, request):
+        return f'{self.keyword} realm="api"'
+
+
+def request_tenant(request) -> Tenant:
+    return request.user.tenant
+
+
+class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
+    target_class = ApiKeyAuthentication
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "A tenant API key: `Bearer mp_...`"}

@@ -1,0 +1,26 @@
+from django.db.models import QuerySet
+
+from .models import ApiKey, Tenant
+from .services import KEY_PREFIX, api_key_hash
+
+
+def api_key_find_active(*, key: str) -> ApiKey | None:
+    """The live key matching `key`, with its tenant; None for unknown, revoked or inactive-tenant keys."""
+    if not key.startswith(KEY_PREFIX):
+        return None
+    return (
+        ApiKey.objects.select_related("tenant")
+        .filter(key_hash=api_key_hash(key), revoked_at__isnull=True, tenant__is_active=True)
+        .first()
+    )
+
+
+def tenant_get_by_name(*, name: str) -> Tenant | None:
+    return Tenant.objects.filter(name=name).first()
+
+
+def tenants_visible_to(*, user) -> QuerySet[Tenant]:
+    """Superusers see every tenant; other staff see the tenants they are members of."""
+    if user.is_superuser:
+        return Tenant.objects.all()
+    return Tenant.objects.filter(memberships__user=user)

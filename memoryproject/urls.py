@@ -1,0 +1,15 @@
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from .apis import HealthApi
+from .tenancy.apis import WhoAmIApi
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("api/health", HealthApi.as_view(), name="health"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),
+    path("api/v1/", include("facts.urls")),
+]

@@ -1,0 +1,36 @@
+import pytest
+from rest_framework.test import APIClient
+
+pytestmark = pytest.mark.django_db
+
+
+def test_health_reports_database_pgvector_and_embedder():
+    response = APIClient().get("/api/health")
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["status"] == "ok"
+    assert body["database"]["reachable"] is True
+    assert body["database"]["pgvector_version"].startswith("0.8")
+    assert body["embedding"] == {"provider": "hash", "dimensions": 384}
+
+
+def test_openapi_schema_builds_and_lists_the_api():
+    response = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json")
+
+    assert response.status_code == 200
+    schema = response.json()
+    assert schema["info"]["title"] == "memoryproject API"
+    assert "/api/v1/whoami" in schema["paths"]
+    assert "/api/v1/facts/{fact_id}" in schema["paths"]
+    assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
+
+
+def test_docs_page_uses_bundled_assets_only():
+    response = APIClient().get("/api/docs/")
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
+    assert "cdn." not in page
+    assert "unpkg" not in page
