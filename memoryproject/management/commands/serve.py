@@ -23,6 +23,10 @@ class Command(BaseCommand):
         commands = {"web": [*manage, "runserver", addrport, "--noreload", "--insecure"]}
         if not no_worker:
             commands["worker"] = [*manage, "qcluster"]
+        # Handled explicitly: a shell may start us with SIGINT ignored, and SIGTERM should stop cleanly too
+        # (set before starting children, which would inherit an ignored SIGINT).
+        signal.signal(signal.SIGINT, _interrupt)
+        signal.signal(signal.SIGTERM, _interrupt)
         # Own sessions: Ctrl-C reaches only us, and we stop the children once, in order.
         children = {name: subprocess.Popen(command, start_new_session=True) for name, command in commands.items()}
         self.stdout.write(f"Serving on http://{addrport}/ (admin at /admin/); press Ctrl-C to stop.")
@@ -41,6 +45,10 @@ class Command(BaseCommand):
             _stop(children.values())
         if exit_code:
             sys.exit(exit_code)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def _stop(children) -> None:
