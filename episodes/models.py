@@ -43,3 +43,6 @@ class Episode(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user_id} / {self.session_id}"
+
+    def embedding_text(self) -> str:
+        return self.summary

@@ -73,6 +73,9 @@ class Fact(models.Model):
     def __str__(self) -> str:
         return self.content[:80]
 
+    def embedding_text(self) -> str:
+        return self.content
+
 
 class FactEvent(models.Model):
     """Audit trail of every state change of a fact, with who did it and the values before and after."""

@@ -61,3 +61,6 @@ class KBChunk(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+    def embedding_text(self) -> str:
+        return self.text

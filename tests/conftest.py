@@ -1,6 +1,8 @@
 import pytest
 
 from tests.factories import client_with_key, make_tenant
+from tests.fake_openai import API_KEY as FAKE_API_KEY
+from tests.fake_openai import FakeOpenAI
 
 
 @pytest.fixture
@@ -22,3 +24,25 @@ def api(tenant_and_key):
 @pytest.fixture
 def other_tenant_and_key(db):
     return make_tenant("globex")
+
+
+@pytest.fixture
+def fake_openai():
+    """A local OpenAI-compatible server (embeddings + chat) that the real openai client talks to."""
+    server = FakeOpenAI().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def openai_settings(settings, fake_openai):
+    """Point the embedding and chat providers at `fake_openai`."""
+    settings.EMBEDDING_PROVIDER = "openai"
+    settings.EMBEDDING_MODEL = "fake-embed"
+    settings.CHAT_PROVIDER = "openai"
+    settings.CHAT_MODEL = "fake-chat"
+    settings.OPENAI_BASE_URL = fake_openai.base_url
+    settings.OPENAI_API_KEY = FAKE_API_KEY
+    settings.OPENAI_MAX_RETRIES = 2
+    settings.OPENAI_TIMEOUT = 5.0
+    return settings

@@ -12,7 +12,22 @@ def test_health_reports_database_pgvector_and_embedder():
     assert body["status"] == "ok"
     assert body["database"]["reachable"] is True
     assert body["database"]["pgvector_version"].startswith("0.8")
-    assert body["embedding"] == {"provider": "hash", "dimensions": 384}
+    assert body["embedding"]["provider"] == "hash"
+    assert body["embedding"]["model"] == "hash-v1"
+    assert body["embedding"]["dimensions"] == 384
+    assert body["embedding"]["problems"] == []
+    assert set(body["embedding"]["cache"]) == {"hits", "misses"}
+
+
+def test_health_is_503_and_says_why_when_the_embedder_is_misconfigured(settings):
+    settings.EMBEDDING_PROVIDER = "word2vec"
+
+    response = APIClient().get("/api/health")
+
+    assert response.status_code == 503
+    assert response.json()["embedding"]["problems"] == [
+        "Unknown EMBEDDING_PROVIDER 'word2vec': use local, openai or hash."
+    ]
 
 
 def test_openapi_schema_builds_and_lists_the_api():

@@ -37,7 +37,12 @@ def wait_for_health(url: str, process: subprocess.Popen, seconds: float = 60) ->
 @pytest.mark.slow
 def test_serve_runs_web_and_worker_and_ctrl_c_stops_everything(tmp_path):
     data_dir = tmp_path / "pgdata"
-    env = {**os.environ, "EMBEDDED_PG_DATA_DIR": str(data_dir), "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
+    env = {
+        **os.environ,
+        "EMBEDDED_PG_DATA_DIR": str(data_dir),
+        "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
+        "EMBEDDING_PROVIDER": "hash",  # health would otherwise load the local model: slow, and not under test here
+    }
     env.pop("DATABASE_URL", None)
     manage = [sys.executable, "manage.py"]
     subprocess.run([*manage, "migrate", "--noinput"], env=env, cwd=ROOT, check=True, capture_output=True)

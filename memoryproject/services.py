@@ -1,0 +1,74 @@
+"""Maintenance that spans every app holding vectors: resizing columns and re-embedding stale rows."""
+
+from collections.abc import Callable
+
+from django.db import connection, transaction
+
+from memoryproject.ai.checks import vector_column_sizes, vector_columns
+from memoryproject.ai.models import EmbeddingCache
+from memoryproject.ai.services import active_embedding_model, embed_texts
+from memoryproject.tenancy.models import Tenant
+
+
+def embedding_columns_resize(*, dimensions: int) -> list[str]:
+    """Give every vector column `dimensions`; the vectors it held are dropped (their rows become stale)."""
+    sizes = vector_column_sizes()
+    resized = []
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            # ALTER TABLE refuses to run while deferred foreign-key checks of this transaction are pending.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        for model, field_name in vector_columns():
+            column = model._meta.get_field(field_name).column
+            table = model._meta.db_table
+            if sizes.get(f"{table}.{column}", dimensions) == dimensions:
+                continue
+            if model is EmbeddingCache:
+                EmbeddingCache.objects.all().delete()
+            else:
+                model.objects.update(**{field_name: None, "embedding_model": ""})
+            with connection.cursor() as cursor:
+                quote = connection.ops.quote_name
+                cursor.execute(
+                    f"ALTER TABLE {quote(table)} ALTER COLUMN {quote(column)} TYPE vector({int(dimensions)})"
+                )
+            resized.append(f"{table}.{column}")
+    return resized
+
+
+def stale_embedding_counts(*, tenant: Tenant | None = None) -> dict[type, int]:
+    model_name = active_embedding_model()
+    return {model: _stale_rows(model, model_name, tenant).count() for model in _embedded_models()}
+
+
+def embeddings_reembed(
+    *, tenant: Tenant | None = None, batch_size: int = 256, on_batch: Callable[[int], None] = lambda done: None
+) -> dict[str, int]:
+    """Re-embed every row whose vector is missing or from another model; returns rows done per table.
+
+    Batches are committed one by one, so an interrupted run keeps its progress and a re-run resumes.
+    """
+    model_name = active_embedding_model()
+    done = {}
+    for model in _embedded_models():
+        queryset = _stale_rows(model, model_name, tenant).order_by("pk")
+        done[model._meta.db_table] = 0
+        while batch := list(queryset[:batch_size]):
+            vectors = embed_texts([row.embedding_text() or " " for row in batch])
+            for row, vector in zip(batch, vectors, strict=True):
+                row.embedding = vector if row.embedding_text() else None
+                row.embedding_model = model_name
+            with transaction.atomic():
+                model.objects.bulk_update(batch, ["embedding", "embedding_model"])
+            done[model._meta.db_table] += len(batch)
+            on_batch(len(batch))
+    return done
+
+
+def _embedded_models() -> list[type]:
+    return [model for model, _ in vector_columns() if model is not EmbeddingCache]
+
+
+def _stale_rows(model, model_name: str, tenant: Tenant | None):
+    queryset = model.objects.exclude(embedding_model=model_name)
+    return queryset if tenant is None else queryset.filter(tenant=tenant)

@@ -1,0 +1,143 @@
+"""Embedding providers: hash (no model), openai (against a local fake server), local (all-MiniLM-L6-v2)."""
+
+import numpy as np
+import pytest
+
+from memoryproject.ai.embedders import HashEmbedder, LocalEmbedder, get_embedder
+from memoryproject.ai.errors import AIProviderError
+from tests.fake_openai import Failure
+
+
+def cosine(a, b) -> float:
+    return float(np.dot(a, b) / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def ranks_related_above_unrelated(embed, query: str, related: str, unrelated: str) -> bool:
+    q, r, u = embed([query, related, unrelated])
+    return cosine(q, r) > cosine(q, u)
+
+
+class TestHashEmbedder:
+    def test_vectors_are_deterministic_unit_length_and_sized_by_the_setting(self):
+        first = HashEmbedder(384).embed(["we use PostgreSQL", ""])
+        again = HashEmbedder(384).embed(["we use PostgreSQL", ""])
+
+        assert first.shape == (2, 384)
+        assert np.allclose(np.linalg.norm(first, axis=1), 1.0)
+        assert np.array_equal(first, again)
+
+    def test_shared_words_rank_above_an_unrelated_sentence(self):
+        embed = HashEmbedder(384).embed
+
+        assert ranks_related_above_unrelated(
+            embed,
+            "which database does the team use",
+            "the team uses PostgreSQL as its database",
+            "I walked my dog in the park",
+        )
+        assert ranks_related_above_unrelated(embed, "我们用什么数据库", "我们的数据库是 PostgreSQL", "今天天气很好")
+
+
+@pytest.mark.usefixtures("openai_settings")
+class TestOpenAIEmbedder:
+    def test_batches_many_texts_into_few_requests(self, settings, fake_openai):
+        settings.EMBEDDING_BATCH_SIZE = 4
+        texts = [f"fact number {n}" for n in range(10)]
+
+        vectors = get_embedder().embed(texts)
+
+        assert len(fake_openai.requests_to("/v1/embeddings")) == 3  # ceil(10 / 4)
+        assert np.allclose(vectors, HashEmbedder(384).embed(texts), atol=1e-6)  # order kept across batches
+
+    def test_retries_after_429_and_500(self, fake_openai):
+        fake_openai.fail_next(Failure(429), Failure(500))
+
+        vectors = get_embedder().embed(["hello"])
+
+        assert vectors.shape == (1, 384)
+        assert len(fake_openai.requests_to("/v1/embeddings")) == 3
+
+    def test_exhausted_retries_are_one_clear_error(self, fake_openai):
+        fake_openai.fail_next(*[Failure(503)] * 3)
+
+        with pytest.raises(AIProviderError, match="answered 503 after 2 retries"):
+            get_embedder().embed(["hello"])
+
+    def test_timeout_is_a_clear_error(self, settings, fake_openai):
+        settings.OPENAI_TIMEOUT = 0.3
+        settings.OPENAI_MAX_RETRIES = 1
+        fake_openai.fail_next(Failure(delay=1.0), Failure(delay=1.0))
+
+        with pytest.raises(AIProviderError, match="timed out after 1 retries"):
+            get_embedder().embed(["hello"])
+
+    def test_bad_api_key_is_a_clear_error(self, settings, fake_openai):
+        settings.OPENAI_API_KEY = "sk-wrong"
+
+        with pytest.raises(AIProviderError, match="rejected the API key"):
+            get_embedder().embed(["hello"])
+        assert len(fake_openai.requests_to("/v1/embeddings")) == 1  # a 401 is not retried
+
+    def test_vector_of_the_wrong_size_is_refused(self, fake_openai):
+        fake_openai.fail_next(Failure(wrong_dimensions=True))
+
+        with pytest.raises(AIProviderError, match="385-dimensional vectors but EMBEDDING_DIMENSIONS is 384") as raised:
+            get_embedder().embed(["hello"])
+        assert raised.value.code == "embedding_dimension_mismatch"
+
+    def test_overlong_and_empty_input_is_cut_and_padded_not_refused(self, settings, fake_openai):
+        settings.EMBEDDING_MAX_INPUT_CHARS = 50
+
+        get_embedder().embed(["x" * 500, ""])
+
+        assert fake_openai.requests_to("/v1/embeddings")[0]["body"]["input"] == ["x" * 50, " "]
+
+    def test_dimensions_are_sent_only_to_models_that_accept_them(self, settings, fake_openai):
+        get_embedder().embed(["a"])
+        settings.EMBEDDING_MODEL = "text-embedding-3-small"
+        get_embedder().embed(["a"])
+
+        first, second = (request["body"] for request in fake_openai.requests_to("/v1/embeddings"))
+        assert "dimensions" not in first
+        assert second["dimensions"] == 384
+
+
+@pytest.fixture(scope="module")
+def local_embedder():
+    from memoryproject.ai.embedders import EmbedderConfig
+
+    config = EmbedderConfig(
+        provider="local",
+        dimensions=384,
+        model="",
+        local_path="",
+        local_sha256="",
+        batch_size=64,
+        max_input_chars=8000,
+        send_dimensions="auto",
+        api_key="",
+        base_url=None,
+        timeout=1,
+        max_retries=0,
+    )
+    return LocalEmbedder(config)
+
+
+@pytest.mark.slow
+class TestLocalEmbedder:
+    def test_makes_384_dimensional_unit_vectors(self, local_embedder):
+        vectors = local_embedder.embed(["I prefer PostgreSQL", "我喜欢用 PostgreSQL"])
+
+        assert local_embedder.model_name == "all-MiniLM-L6-v2"
+        assert vectors.shape == (2, 384)
+        assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+    def test_a_paraphrase_is_closer_than_an_unrelated_sentence(self, local_embedder):
+        assert ranks_related_above_unrelated(
+            local_embedder.embed, "I prefer PostgreSQL", "my favourite database is Postgres", "I walked my dog"
+        )
+
+    def test_a_chinese_paraphrase_is_closer_than_an_unrelated_sentence(self, local_embedder):
+        assert ranks_related_above_unrelated(
+            local_embedder.embed, "我喜欢用 PostgreSQL 数据库", "我最喜欢的数据库是 Postgres", "我去公园遛狗了"
+        )
