@@ -1,18 +1,64 @@
-from django.contrib import admin
+from collections.abc import Callable
 
+from django.contrib import admin, messages
+from django.utils.html import format_html
+
+from memoryproject.exceptions import ApplicationError
 from memoryproject.tenancy.admin import TenantScopedAdmin
 
+from . import services
 from .models import Fact, FactConflict, FactEvent
+
+
+def staff_actor(request) -> str:
+    return f"staff:{request.user.pk}"
+
+
+def apply_to_each(modeladmin, request, queryset, label: str, call: Callable) -> None:
+    """Run one service per selected row (the same service the API uses) and report what happened."""
+    done, failed = 0, []
+    for row in queryset.order_by("pk"):
+        try:
+            call(row)
+            done += 1
+        except ApplicationError as exc:
+            failed.append(f"#{row.pk}: {exc.message}")
+    modeladmin.message_user(request, f"{label} {done} item(s).")
+    if failed:
+        modeladmin.message_user(request, "Not changed: " + "; ".join(failed), messages.WARNING)
 
 
 @admin.register(Fact)
 class FactAdmin(TenantScopedAdmin):
-    list_display = ["id", "content", "user_id", "category", "status", "confidence", "usage_count", "tenant"]
+    list_display = ["id", "content", "user_id", "category", "status", "confidence", "usage_count", "valid_to", "tenant"]
     list_filter = ["status", "category", "source", "pinned", "tenant"]
     search_fields = ["content", "user_id"]
-    readonly_fields = ["embedding_model", "usage_count", "last_used_at", "created_at", "updated_at"]
+    readonly_fields = ["embedding_model", "usage_count", "last_used_at", "reviewed_at", "created_at", "updated_at"]
     exclude = ["embedding"]
     raw_id_fields = ["source_episode", "superseded_by"]
+    actions = ["approve", "reject"]
+
+    @admin.action(description="Approve selected facts")
+    def approve(self, request, queryset):
+        actor = staff_actor(request)
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            "Approved",
+            lambda fact: services.fact_approve(tenant=fact.tenant, fact_id=fact.pk, actor=actor),
+        )
+
+    @admin.action(description="Reject selected facts")
+    def reject(self, request, queryset):
+        actor = staff_actor(request)
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            "Rejected",
+            lambda fact: services.fact_reject(tenant=fact.tenant, fact_id=fact.pk, actor=actor),
+        )
 
 
 @admin.register(FactEvent)
@@ -21,12 +67,49 @@ class FactEventAdmin(TenantScopedAdmin):
     list_filter = ["action", "tenant"]
     search_fields = ["user_id", "=fact_id"]
 
+    def has_add_permission(self, request):
+        return False
+
     def has_change_permission(self, request, obj=None):
         return False  # the audit trail is append-only
 
 
 @admin.register(FactConflict)
 class FactConflictAdmin(TenantScopedAdmin):
-    list_display = ["id", "existing_fact", "new_fact", "status", "resolution", "user_id", "tenant"]
+    list_display = ["id", "existing", "new", "reason", "status", "resolution", "user_id", "tenant"]
     list_filter = ["status", "tenant"]
+    list_select_related = ["existing_fact", "new_fact"]
     raw_id_fields = ["existing_fact", "new_fact"]
+    actions = ["keep_new", "keep_old", "keep_both"]
+
+    @admin.display(description="Existing fact")
+    def existing(self, conflict):
+        return format_html("#{} {}", conflict.existing_fact_id, conflict.existing_fact.content)
+
+    @admin.display(description="New fact")
+    def new(self, conflict):
+        return format_html("#{} {}", conflict.new_fact_id, conflict.new_fact.content)
+
+    def _resolve(self, request, queryset, resolution: str):
+        actor = staff_actor(request)
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            f"Resolved ({resolution})",
+            lambda conflict: services.conflict_resolve(
+                tenant=conflict.tenant, conflict_id=conflict.pk, resolution=resolution, actor=actor
+            ),
+        )
+
+    @admin.action(description="Resolve: keep the new fact (supersede the old)")
+    def keep_new(self, request, queryset):
+        self._resolve(request, queryset, FactConflict.Resolution.KEEP_NEW)
+
+    @admin.action(description="Resolve: keep the old fact (reject the new)")
+    def keep_old(self, request, queryset):
+        self._resolve(request, queryset, FactConflict.Resolution.KEEP_OLD)
+
+    @admin.action(description="Resolve: keep both")
+    def keep_both(self, request, queryset):
+        self._resolve(request, queryset, FactConflict.Resolution.KEEP_BOTH)

@@ -1,43 +1,257 @@
+"""The facts API: thin views that validate, call one service or selector, and present the result."""
+
 from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from rest_framework import serializers, status
+from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from memoryproject.tenancy.authentication import request_tenant
 
-from .models import Fact
-from .selectors import fact_get
+from . import selectors, services
+from .models import Fact, FactConflict, FactEvent
 
 
 class FactOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Fact
         fields = [
-            "id",
-            "user_id",
-            "agent_id",
-            "category",
-            "content",
-            "confidence",
-            "status",
-            "source",
-            "source_episode",
-            "pinned",
-            "usage_count",
-            "last_used_at",
-            "valid_from",
-            "valid_to",
-            "superseded_by",
-            "occurred_at",
-            "metadata",
-            "embedding_model",
-            "created_at",
-            "updated_at",
-        ]
+            "id", "user_id", "agent_id", "category", "content", "confidence", "status", "source",
+            "source_episode", "pinned", "usage_count", "last_used_at", "valid_from", "valid_to",
+            "superseded_by", "occurred_at", "metadata", "embedding_model", "reviewed_at", "created_at", "updated_at",
+        ]  # fmt: skip
+
+
+class FactEventOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = FactEvent
+        fields = ["id", "fact_id", "action", "actor", "before", "after", "created_at"]
+
+
+class ConflictOutputSerializer(serializers.ModelSerializer):
+    existing_fact = FactOutputSerializer()
+    new_fact = FactOutputSerializer()
+
+    class Meta:
+        model = FactConflict
+        fields = [
+            "id", "user_id", "status", "reason", "resolution", "resolved_by", "resolved_at", "created_at",
+            "existing_fact", "new_fact",
+        ]  # fmt: skip
+
+
+class UserIdField(serializers.RegexField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            services.USER_ID_PATTERN,
+            error_messages={"invalid": "Must be 1-255 characters without spaces or control characters."},
+            **kwargs,
+        )
+
+
+class CommaSeparatedChoicesField(serializers.Field):
+    """`?status=active,pending` -> ["active", "pending"], each checked against the choices."""
+
+    def __init__(self, choices, **kwargs):
+        self.choices = list(choices)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        values = [value.strip() for value in str(data).split(",") if value.strip()]
+        unknown = [value for value in values if value not in self.choices]
+        if unknown:
+            raise serializers.ValidationError(f"Unknown value(s) {unknown}; choose from {self.choices}.")
+        return values
+
+    def to_representation(self, value):
+        return ",".join(value)
+
+
+class FactCursorPagination(CursorPagination):
+    ordering = "-id"
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 500
+
+
+def actor_of(request) -> str:
+    return request.user.actor
+
+
+class FactListCreateApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        user_id = UserIdField()
+        status = CommaSeparatedChoicesField(Fact.Status.values, required=False)
+        category = CommaSeparatedChoicesField(Fact.Category.values, required=False)
+        source = CommaSeparatedChoicesField(Fact.Source.values, required=False)
+        pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
+        agent_id = serializers.CharField(required=False, max_length=255)
+        validity = serializers.ChoiceField(["current", "superseded", "all"], default="current")
+
+    class InputSerializer(serializers.Serializer):
+        user_id = UserIdField()
+        content = serializers.CharField()
+        category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
+        confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+        pinned = serializers.BooleanField(default=False)
+        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+        metadata = serializers.DictField(required=False)
+        agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
+    class OutputSerializer(serializers.Serializer):
+        outcome = serializers.ChoiceField(["created", "merged", "superseded", "conflict"])
+        fact = FactOutputSerializer()
+        superseded_ids = serializers.ListField(child=serializers.IntegerField())
+        conflict_ids = serializers.ListField(child=serializers.IntegerField())
+
+    @extend_schema(parameters=[FilterSerializer], responses=FactOutputSerializer(many=True), operation_id="facts_list")
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        queryset = selectors.facts_list(
+            tenant=request_tenant(request),
+            user_id=data["user_id"],
+            statuses=data.get("status"),
+            categories=data.get("category"),
+            sources=data.get("source"),
+            pinned=data.get("pinned"),
+            agent_id=data.get("agent_id"),
+            validity=data["validity"],
+        )
+        paginator = FactCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(FactOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer}, operation_id="facts_remember"
+    )
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.fact_remember(
+            tenant=request_tenant(request),
+            source=Fact.Source.AGENT,
+            actor=actor_of(request),
+            **serializer.validated_data,
+        )
+        code = status.HTTP_200_OK if result.outcome == "merged" else status.HTTP_201_CREATED
+        return Response(self.OutputSerializer(result).data, status=code)
 
 
 class FactDetailApi(APIView):
+    class UpdateSerializer(serializers.Serializer):
+        content = serializers.CharField(required=False)
+        category = serializers.ChoiceField(Fact.Category.values, required=False)
+        confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+        pinned = serializers.BooleanField(required=False)
+        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+        metadata = serializers.DictField(required=False)
+        agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
     @extend_schema(responses=FactOutputSerializer, operation_id="facts_get")
     def get(self, request, fact_id: int):
-        fact = fact_get(tenant=request_tenant(request), fact_id=fact_id)
+        fact = selectors.fact_get(tenant=request_tenant(request), fact_id=fact_id)
         return Response(FactOutputSerializer(fact).data)
+
+    @extend_schema(request=UpdateSerializer, responses=FactOutputSerializer, operation_id="facts_update")
+    def patch(self, request, fact_id: int):
+        serializer = self.UpdateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        fact = services.fact_update(
+            tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request), **serializer.validated_data
+        )
+        return Response(FactOutputSerializer(fact).data)
+
+    @extend_schema(responses={204: None}, operation_id="facts_delete")
+    def delete(self, request, fact_id: int):
+        services.fact_delete(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class FactHistoryApi(APIView):
+    @extend_schema(responses=FactEventOutputSerializer(many=True), operation_id="facts_history")
+    def get(self, request, fact_id: int):
+        events = selectors.fact_events(tenant=request_tenant(request), fact_id=fact_id)
+        if not events.exists():
+            selectors.fact_get(tenant=request_tenant(request), fact_id=fact_id)  # 404 unless it exists here
+        return Response(FactEventOutputSerializer(events, many=True).data)
+
+
+class FactApproveApi(APIView):
+    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_approve")
+    def post(self, request, fact_id: int):
+        fact = services.fact_approve(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        return Response(FactOutputSerializer(fact).data)
+
+
+class FactRejectApi(APIView):
+    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_reject")
+    def post(self, request, fact_id: int):
+        fact = services.fact_reject(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        return Response(FactOutputSerializer(fact).data)
+
+
+class FactImportApi(APIView):
+    class ItemSerializer(serializers.Serializer):
+        user_id = UserIdField()
+        content = serializers.CharField()
+        category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
+        confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+        status = serializers.ChoiceField([Fact.Status.ACTIVE, Fact.Status.PENDING], default=Fact.Status.ACTIVE)
+        pinned = serializers.BooleanField(default=False)
+        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+        valid_from = serializers.DateTimeField(required=False, allow_null=True)
+        metadata = serializers.DictField(required=False)
+        agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
+    class InputSerializer(serializers.Serializer):
+        facts = serializers.ListField(min_length=1, max_length=1000)
+
+    class OutputSerializer(serializers.Serializer):
+        imported = serializers.IntegerField()
+        ids = serializers.ListField(child=serializers.IntegerField())
+
+    @extend_schema(request=InputSerializer, responses={201: OutputSerializer}, operation_id="facts_import")
+    def post(self, request):
+        envelope = self.InputSerializer(data=request.data)
+        envelope.is_valid(raise_exception=True)
+        items = self.ItemSerializer(data=envelope.validated_data["facts"], many=True)
+        if not items.is_valid():
+            raise serializers.ValidationError({"facts": items.errors})
+        facts = services.facts_import(
+            tenant=request_tenant(request), facts=items.validated_data, actor=actor_of(request)
+        )
+        return Response({"imported": len(facts), "ids": [fact.pk for fact in facts]}, status=status.HTTP_201_CREATED)
+
+
+class ConflictListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        user_id = UserIdField(required=False)
+        status = serializers.ChoiceField(FactConflict.Status.values, required=False)
+
+    @extend_schema(
+        parameters=[FilterSerializer], responses=ConflictOutputSerializer(many=True), operation_id="conflicts_list"
+    )
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        conflicts = selectors.conflicts_list(tenant=request_tenant(request), **filters.validated_data)
+        paginator = FactCursorPagination()
+        page = paginator.paginate_queryset(conflicts, request, view=self)
+        return paginator.get_paginated_response(ConflictOutputSerializer(page, many=True).data)
+
+
+class ConflictResolveApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        resolution = serializers.ChoiceField(FactConflict.Resolution.values)
+
+    @extend_schema(request=InputSerializer, responses=ConflictOutputSerializer, operation_id="conflicts_resolve")
+    def post(self, request, conflict_id: int):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tenant = request_tenant(request)
+        services.conflict_resolve(
+            tenant=tenant, conflict_id=conflict_id, actor=actor_of(request), **serializer.validated_data
+        )
+        return Response(ConflictOutputSerializer(selectors.conflict_get(tenant=tenant, conflict_id=conflict_id)).data)

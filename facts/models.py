@@ -1,10 +1,12 @@
 from django.conf import settings
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
 from memoryproject.tenancy.models import Tenant
+from memoryproject.text import search_text
 
 
 class Fact(models.Model):
@@ -55,6 +57,16 @@ class Fact(models.Model):
     occurred_at = models.DateTimeField(null=True, blank=True)
     pinned = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # Set when a person approved or rejected it: extracted facts never silently override such a fact.
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    # Keyword search: the content plus its date words (and CJK spaced apart), prepared in Python by
+    # refresh_search_text(); PostgreSQL keeps the tsvector in step.
+    search_text = models.TextField(blank=True, default="", editable=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("search_text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -73,8 +85,16 @@ class Fact(models.Model):
     def __str__(self) -> str:
         return self.content[:80]
 
+    def save(self, *args, **kwargs):
+        self.refresh_search_text()
+        super().save(*args, **kwargs)
+
     def embedding_text(self) -> str:
         return self.content
+
+    def refresh_search_text(self) -> None:
+        """Call before bulk_create / bulk_update, which skip save()."""
+        self.search_text = search_text(self.content, dates=(self.occurred_at or self.valid_from,))
 
 
 class FactEvent(models.Model):

@@ -1,10 +1,267 @@
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
+from pgvector.django import CosineDistance
 
+from memoryproject.ai.services import active_embedding_model, embed_query
+from memoryproject.db import vector_literal
 from memoryproject.tenancy.models import Tenant
+from memoryproject.text import query_terms
 
-from .models import Fact
+from .models import Fact, FactConflict, FactEvent
 
 
 def fact_get(*, tenant: Tenant, fact_id: int) -> Fact:
     """One fact of `tenant`; a fact of any other tenant is indistinguishable from a missing one (404)."""
     return get_object_or_404(Fact.objects.filter(tenant=tenant), pk=fact_id)
+
+
+def facts_list(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    statuses: list[str] | None = None,
+    categories: list[str] | None = None,
+    sources: list[str] | None = None,
+    pinned: bool | None = None,
+    agent_id: str | None = None,
+    validity: str = "current",
+) -> QuerySet[Fact]:
+    """A user's facts, newest first. validity: current (not superseded), superseded, or all."""
+    queryset = Fact.objects.filter(tenant=tenant, user_id=user_id)
+    if statuses:
+        queryset = queryset.filter(status__in=statuses)
+    if categories:
+        queryset = queryset.filter(category__in=categories)
+    if sources:
+        queryset = queryset.filter(source__in=sources)
+    if pinned is not None:
+        queryset = queryset.filter(pinned=pinned)
+    if agent_id is not None:
+        queryset = queryset.filter(agent_id=agent_id)
+    if validity == "current":
+        queryset = queryset.filter(valid_to__isnull=True)
+    elif validity == "superseded":
+        queryset = queryset.filter(valid_to__isnull=False)
+    return queryset.order_by("-id")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    fact: Fact
+    similarity: float
+
+
+def facts_nearest(*, tenant: Tenant, user_id: str, vector: np.ndarray, limit: int) -> list[Neighbour]:
+    """The user's current active and pending facts closest to `vector` (exact scan of one user's rows)."""
+    rows = (
+        Fact.objects.filter(
+            tenant=tenant,
+            user_id=user_id,
+            status__in=[Fact.Status.ACTIVE, Fact.Status.PENDING],
+            valid_to__isnull=True,
+            embedding_model=active_embedding_model(),
+        )
+        .annotate(distance=CosineDistance("embedding", vector))
+        .order_by("distance", "id")[:limit]
+    )
+    return [Neighbour(fact=row, similarity=1.0 - row.distance) for row in rows]
+
+
+def fact_events(*, tenant: Tenant, fact_id: int) -> QuerySet[FactEvent]:
+    """The audit trail of one fact, oldest first (it outlives the fact itself)."""
+    return FactEvent.objects.filter(tenant=tenant, fact_id=fact_id).order_by("created_at", "id")
+
+
+def conflicts_list(*, tenant: Tenant, user_id: str | None = None, status: str | None = None) -> QuerySet[FactConflict]:
+    queryset = FactConflict.objects.filter(tenant=tenant).select_related("existing_fact", "new_fact")
+    if user_id is not None:
+        queryset = queryset.filter(user_id=user_id)
+    if status:
+        queryset = queryset.filter(status=status)
+    return queryset.order_by("-id")
+
+
+def conflict_get(*, tenant: Tenant, conflict_id: int) -> FactConflict:
+    return get_object_or_404(conflicts_list(tenant=tenant), pk=conflict_id)
+
+
+def facts_open_conflicts_of(*, tenant: Tenant, fact: Fact) -> QuerySet[FactConflict]:
+    return FactConflict.objects.filter(tenant=tenant, status=FactConflict.Status.OPEN).filter(
+        Q(existing_fact=fact) | Q(new_fact=fact)
+    )
+
+
+# --- hybrid search ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ScoredFact:
+    """A search hit with the reasons for its rank, so a person can see why it came back."""
+
+    fact: Fact
+    score: float  # what the ranking used: fused x confidence x decay (before diversity re-ranking)
+    vector: float  # cosine similarity to the query
+    keyword: float  # BM25 over the user's facts, scaled so the best keyword hit of this query is 1
+    decay: float  # 1.0 = no decay (pinned, fresh, or decay off)
+
+
+# One statement over one user's rows (the measured fastest exact plan): cosine for every row, BM25 from
+# per-term matches with document frequencies counted on the same rows. Rows are scored in SQL and only the
+# best candidates travel to Python.
+_SEARCH_SQL = """
+WITH base AS MATERIALIZED (
+    SELECT id, search_vector, length(search_vector) AS len, 1 - (embedding <=> %(vector)s::vector) AS vector_score
+    FROM facts_fact
+    WHERE {where}
+),
+terms AS (
+    SELECT idx, phraseto_tsquery('english', term) AS tsq
+    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, idx)
+),
+matches AS (SELECT b.id, b.len, t.idx FROM base b JOIN terms t ON b.search_vector @@ t.tsq),
+stats AS (SELECT count(*) AS n, greatest(avg(len), 1) AS avglen FROM base),
+idf AS (
+    SELECT idx, ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM matches GROUP BY idx
+),
+keyword AS (
+    SELECT m.id, sum(i.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * m.len / (SELECT avglen FROM stats)))) AS bm25
+    FROM matches m JOIN idf i USING (idx)
+    GROUP BY m.id
+),
+scored AS (
+    SELECT b.id, b.vector_score,
+           coalesce(k.bm25, 0) / greatest(max(k.bm25) OVER (), 1e-9) AS keyword_score
+    FROM base b LEFT JOIN keyword k ON k.id = b.id
+)
+SELECT id, vector_score, keyword_score
+FROM scored
+ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
+LIMIT %(candidates)s
+"""
+
+
+def facts_search(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    query: str,
+    limit: int = 10,
+    vector: np.ndarray | None = None,
+    categories: list[str] | None = None,
+    agent_id: str | None = None,
+    include_pending: bool = False,
+    as_of=None,
+    occurred_after=None,
+    occurred_before=None,
+    mmr_lambda: float | None = None,
+    half_life_days: float | None = None,
+    now=None,
+) -> list[ScoredFact]:
+    """The user's facts that best answer `query`: vector + keyword, fused, weighed by confidence and recency,
+    made diverse by MMR. Never counts usage (only injection into a prompt does)."""
+    if not query.strip() or limit <= 0:
+        return []
+    vector = embed_query(query) if vector is None else vector
+    mmr_lambda = settings.FACTS_SEARCH_MMR_LAMBDA if mmr_lambda is None else mmr_lambda
+    half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS if half_life_days is None else half_life_days
+    now = now or timezone.now()
+
+    where, params = _search_filters(
+        tenant=tenant,
+        user_id=user_id,
+        categories=categories,
+        agent_id=agent_id,
+        include_pending=include_pending,
+        as_of=as_of,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+    )
+    params |= {
+        "vector": vector_literal(vector),
+        "terms": query_terms(query),
+        "vector_weight": settings.FACTS_SEARCH_VECTOR_WEIGHT,
+        "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
+        "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, 30),
+    }
+    with connection.cursor() as cursor:
+        cursor.execute(_SEARCH_SQL.format(where=where), params)
+        rows = cursor.fetchall()
+    facts = Fact.objects.in_bulk([row[0] for row in rows])
+    scored = []
+    for fact_id, vector_score, keyword_score in rows:
+        fact = facts[fact_id]
+        fused = (
+            settings.FACTS_SEARCH_VECTOR_WEIGHT * vector_score
+            + (1 - settings.FACTS_SEARCH_VECTOR_WEIGHT) * keyword_score
+        )
+        decay = _decay(fact, now, half_life_days)
+        score = fused * (0.5 + 0.5 * fact.confidence) * decay
+        scored.append(
+            ScoredFact(fact, round(score, 6), round(vector_score, 6), round(keyword_score, 6), round(decay, 6))
+        )
+    scored.sort(key=lambda hit: (-hit.score, -hit.fact.pk))
+    return _diversify(scored, limit, mmr_lambda)
+
+
+def _search_filters(*, tenant, user_id, categories, agent_id, include_pending, as_of, occurred_after, occurred_before):
+    statuses = [Fact.Status.ACTIVE, Fact.Status.PENDING] if include_pending else [Fact.Status.ACTIVE]
+    clauses = [
+        "tenant_id = %(tenant)s",
+        "user_id = %(user_id)s",
+        "status = ANY(%(statuses)s)",
+        "embedding_model = %(model)s",
+        "embedding IS NOT NULL",
+    ]
+    params = {"tenant": tenant.pk, "user_id": user_id, "statuses": statuses, "model": active_embedding_model()}
+    if as_of is None:
+        clauses.append("valid_to IS NULL")
+    else:  # what was true then, superseded facts included
+        clauses.append("valid_from <= %(as_of)s AND (valid_to IS NULL OR valid_to > %(as_of)s)")
+        params["as_of"] = as_of
+    if categories:
+        clauses.append("category = ANY(%(categories)s)")
+        params["categories"] = list(categories)
+    if agent_id is not None:
+        clauses.append("agent_id = %(agent_id)s")
+        params["agent_id"] = agent_id
+    if occurred_after is not None:
+        clauses.append("coalesce(occurred_at, valid_from) >= %(occurred_after)s")
+        params["occurred_after"] = occurred_after
+    if occurred_before is not None:
+        clauses.append("coalesce(occurred_at, valid_from) < %(occurred_before)s")
+        params["occurred_before"] = occurred_before
+    return " AND ".join(clauses), params
+
+
+def _decay(fact: Fact, now, half_life_days: float) -> float:
+    """Exponential forgetting since the fact was last used (or learned); pinned facts never fade."""
+    if fact.pinned or not half_life_days:
+        return 1.0
+    last = fact.last_used_at or fact.occurred_at or fact.valid_from
+    age_days = max(0.0, (now - last).total_seconds() / 86400)
+    return 0.5 ** (age_days / half_life_days)
+
+
+def _diversify(hits: list[ScoredFact], limit: int, mmr_lambda: float) -> list[ScoredFact]:
+    """Maximal marginal relevance: each next pick trades relevance against similarity to what is already picked,
+    so near-duplicates do not fill the top. lambda 1.0 = relevance only."""
+    if mmr_lambda >= 1.0 or len(hits) <= 1:
+        return hits[:limit]
+    vectors = np.asarray([np.asarray(hit.fact.embedding, dtype=np.float32) for hit in hits])
+    similarity = vectors @ vectors.T
+    top = hits[0].score or 1.0
+    relevance = np.asarray([hit.score / top for hit in hits])
+    chosen = [0]
+    remaining = list(range(1, len(hits)))
+    while remaining and len(chosen) < limit:
+        redundancy = similarity[np.ix_(remaining, chosen)].max(axis=1)
+        values = mmr_lambda * relevance[remaining] - (1 - mmr_lambda) * redundancy
+        chosen.append(remaining.pop(int(np.argmax(values))))
+    return [hits[index] for index in chosen]

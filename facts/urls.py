@@ -1,7 +1,14 @@
 from django.urls import path
 
-from .apis import FactDetailApi
+from . import apis
 
 urlpatterns = [
-    path("facts/<int:fact_id>", FactDetailApi.as_view(), name="fact-detail"),
+    path("facts", apis.FactListCreateApi.as_view(), name="facts"),
+    path("facts/import", apis.FactImportApi.as_view(), name="facts-import"),
+    path("facts/<int:fact_id>", apis.FactDetailApi.as_view(), name="fact-detail"),
+    path("facts/<int:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
+    path("facts/<int:fact_id>/approve", apis.FactApproveApi.as_view(), name="fact-approve"),
+    path("facts/<int:fact_id>/reject", apis.FactRejectApi.as_view(), name="fact-reject"),
+    path("conflicts", apis.ConflictListApi.as_view(), name="conflicts"),
+    path("conflicts/<int:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
 ]

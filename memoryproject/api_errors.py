@@ -63,6 +63,8 @@ def _first_message(detail, path: str = "") -> str:
         for key, value in detail.items():
             if key == "non_field_errors":
                 return _first_message(value, path)
+            if isinstance(key, int):  # DRF reports list items by index
+                return _first_message(value, f"{path}[{key}]")
             return _first_message(value, f"{path}.{key}" if path else key)
     if isinstance(detail, list):
         for index, item in enumerate(detail):

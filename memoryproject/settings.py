@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.postgres",
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -147,6 +148,26 @@ OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=3)
 CHAT_PROVIDER = env("CHAT_PROVIDER", default="none")  # none = rule-based paths, offline
 CHAT_MODEL = env("CHAT_MODEL", default="gpt-4o-mini")
 CHAT_RESPONSE_FORMAT = env("CHAT_RESPONSE_FORMAT", default="json_schema")  # or json_object (JSON mode)
+
+# --- Facts -----------------------------------------------------------------------------------------
+FACTS_MAX_CONTENT_CHARS = env.int("FACTS_MAX_CONTENT_CHARS", default=2000)
+# New facts below this confidence wait for review (pending); manual facts are always active.
+FACTS_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_AUTO_APPROVE_CONFIDENCE", default=0.7)
+# Facts extracted from conversations need more: below this they wait for a human.
+FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE", default=0.95)
+# A contradiction retires the old fact only when the judge is this sure and the new fact this confident;
+# otherwise a FactConflict opens for review.
+FACTS_SUPERSEDE_CERTAINTY = env.float("FACTS_SUPERSEDE_CERTAINTY", default=0.75)
+FACTS_SUPERSEDE_MIN_CONFIDENCE = env.float("FACTS_SUPERSEDE_MIN_CONFIDENCE", default=0.7)
+FACTS_JUDGE_CANDIDATES = env.int("FACTS_JUDGE_CANDIDATES", default=5)
+# The chat judge is only asked about neighbours at least this similar (saves calls on unrelated facts).
+FACTS_LLM_JUDGE_MIN_SIMILARITY = env.float("FACTS_LLM_JUDGE_MIN_SIMILARITY", default=0.3)
+FACTS_IMPORT_MAX_BATCH = env.int("FACTS_IMPORT_MAX_BATCH", default=1000)
+# Search: fused = w * cosine + (1 - w) * BM25 (scaled to the query's best keyword hit); see bench/locomo_recall.py.
+FACTS_SEARCH_VECTOR_WEIGHT = env.float("FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
+FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=4)
+FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.9)  # 1.0 switches MMR off
+FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
 
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
 Q_CLUSTER = {

@@ -110,8 +110,8 @@ class HashEmbedder:
         matrix = np.zeros((len(texts), self.dimensions), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature, weight in self._features(text):
-                digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
-                matrix[row, digest % self.dimensions] += weight if digest >> 63 else -weight
+                index, sign = _feature_slot(feature, self.dimensions)
+                matrix[row, index] += sign * weight
         matrix[~matrix.any(axis=1), 0] = 1.0  # empty text still gets a valid direction
         return normalise_rows(matrix)
 
@@ -131,6 +131,13 @@ class HashEmbedder:
                 yield "k:" + char, 0.5
                 if index + 1 < len(run):
                     yield "k:" + run[index : index + 2], 1.0
+
+
+@functools.lru_cache(maxsize=262144)
+def _feature_slot(feature: str, dimensions: int) -> tuple[int, int]:
+    """Where a feature lands and with which sign (cached: words and trigrams repeat across texts)."""
+    digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+    return digest % dimensions, 1 if digest >> 63 else -1
 
 
 # --- local (sentence-transformers) --------------------------------------------------------------

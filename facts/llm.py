@@ -1,0 +1,104 @@
+"""What the chat model is asked, and how its answers become judgements and extracted facts."""
+
+from datetime import datetime
+
+from memoryproject.ai.chat import OpenAIChat
+
+from .extraction_rules import ExtractedFact
+from .judging import Judgement, Relation
+from .models import Fact
+
+JUDGE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "judgements": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "relation": {"type": "string", "enum": [relation.value for relation in Relation]},
+                    "certainty": {"type": "number", "minimum": 0, "maximum": 1},
+                    "reason": {"type": "string"},
+                },
+                "required": ["index", "relation", "certainty", "reason"],
+            },
+        }
+    },
+    "required": ["judgements"],
+}
+
+JUDGE_SYSTEM = """You keep a memory of facts about one user clean. Compare a NEW fact with each EXISTING fact and
+label the pair:
+- duplicate: the same information (reworded, or the new one says less);
+- refines: the new one says the same as the existing one plus more detail;
+- contradicts: both cannot be true now (a changed value, a negation, a replacement such as "switched to");
+- unrelated: anything else, including compatible facts on the same topic.
+certainty is how sure you are (0..1). Be conservative with "contradicts": it retires the existing fact."""
+
+EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "content": {"type": "string"},
+                    "category": {"type": "string", "enum": [category.value for category in Fact.Category]},
+                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                "required": ["content", "category", "confidence"],
+            },
+        }
+    },
+    "required": ["facts"],
+}
+
+EXTRACT_SYSTEM = """You extract long-term memory about the USER from a conversation between the user and an
+assistant. Return atomic facts, each one short statement that stays useful in future conversations.
+Extract: preferences, profile (name, location, role, employer), projects and their technical choices, decisions,
+constraints, and procedures the user wants followed.
+Do not extract: small talk, one-off questions or requests, code, what the assistant said unless the user
+confirmed it, anything the user asked to keep secret or not to remember, facts already known (listed below).
+Write each fact without "I"/"the user" at the start (e.g. "Prefers PostgreSQL for JSONB support"), in the
+language the user used. Resolve relative dates ("yesterday", "next Friday") to absolute dates (YYYY-MM-DD)
+using the conversation time given. category is one of preference, profile, project, decision, procedure, other;
+confidence (0..1) is how explicit and lasting the statement is. Return {"facts": []} when there is nothing."""
+
+
+def llm_judge(chat: OpenAIChat, *, new: str, existing: list[str]) -> list[Judgement]:
+    """One call labels every (new, existing[i]) pair; a pair the model skipped counts as unrelated."""
+    listing = "\n".join(f"{index}. {content}" for index, content in enumerate(existing))
+    answer = chat.complete_json(
+        system=JUDGE_SYSTEM,
+        user=f"NEW fact: {new}\n\nEXISTING facts:\n{listing}",
+        schema=JUDGE_SCHEMA,
+        schema_name="fact_judgements",
+    )
+    judgements = [Judgement(Relation.UNRELATED, 1.0, "not labelled by the model")] * len(existing)
+    for item in answer["judgements"]:
+        if 0 <= item["index"] < len(existing):
+            judgements[item["index"]] = Judgement(Relation(item["relation"]), item["certainty"], item["reason"])
+    return judgements
+
+
+def llm_extract(
+    chat: OpenAIChat, *, messages: list[dict], reference_time: datetime, known_facts: list[str]
+) -> list[ExtractedFact]:
+    transcript = "\n".join(f"{message['role']}: {message['content']}" for message in messages)
+    known = "\n".join(f"- {content}" for content in known_facts) or "(none)"
+    answer = chat.complete_json(
+        system=EXTRACT_SYSTEM,
+        user=(
+            f"Conversation time: {reference_time.isoformat()} ({reference_time:%A})\n\n"
+            f"Facts already known about the user:\n{known}\n\nConversation:\n{transcript}"
+        ),
+        schema=EXTRACT_SCHEMA,
+        schema_name="extracted_facts",
+    )
+    return [
+        ExtractedFact(content=item["content"].strip(), category=item["category"], confidence=item["confidence"])
+        for item in answer["facts"]
+        if item["content"].strip()
+    ]
