@@ -169,6 +169,12 @@ FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default
 FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.9)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
 
+# --- Episodes (episodes app) ------------------------------------------------------------------------
+# (episode settings go here)
+
+# --- Forgetting (facts.forgetting) -------------------------------------------------------------------
+# (forgetting settings go here)
+
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
 Q_CLUSTER = {
     "name": "memoryproject",

@@ -12,4 +12,7 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),
     path("api/v1/", include("facts.urls")),
+    path("api/v1/", include("facts.forgetting_urls")),
+    path("api/v1/", include("episodes.urls")),
+    path("api/v1/", include("kb.urls")),
 ]
