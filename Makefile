@@ -21,6 +21,7 @@ install: $(STAMP) ## Create .venv and install the project with its dev and offli
 
 run: install ## Migrate, ensure a demo tenant and admin, then serve API + admin + worker on 127.0.0.1:8000
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py setup_schedules
 	$(PY) manage.py bootstrap_demo
 	$(PY) manage.py serve
 
@@ -32,7 +33,8 @@ lint: install ## Check the code with ruff
 	$(PY) -m ruff check .
 
 bench: install ## Run the benchmarks under bench/ (they print figures; nothing is asserted)
-	@for script in bench/*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	$(PY) manage.py migrate --noinput
+	@for script in bench/[!_]*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
 
 clean: ## Remove the virtualenv and local data (the embedded database included)
 	rm -rf $(VENV) var

@@ -1,13 +1,78 @@
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
+from facts.models import Fact
+from memoryproject.exceptions import ApplicationError
 from memoryproject.tenancy.admin import TenantScopedAdmin
 
+from . import services
 from .models import Episode
+
+
+class ExtractedFactInline(admin.TabularInline):
+    """The facts extracted from this conversation, so a reviewer reads them beside what was said."""
+
+    model = Fact
+    fk_name = "source_episode"
+    fields = ["fact_link", "content", "category", "confidence", "status"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = False
+    verbose_name_plural = "Facts extracted from this episode"
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="fact")
+    def fact_link(self, fact):
+        return format_html('<a href="{}">#{}</a>', reverse("admin:facts_fact_change", args=[fact.pk]), fact.pk)
 
 
 @admin.register(Episode)
 class EpisodeAdmin(TenantScopedAdmin):
-    list_display = ["id", "user_id", "session_id", "extraction_status", "created_at", "tenant"]
+    list_display = [
+        "id", "user_id", "session_id", "message_count", "extraction_status", "last_message_at", "tenant",
+    ]  # fmt: skip
     list_filter = ["extraction_status", "tenant"]
     search_fields = ["user_id", "session_id", "summary"]
-    exclude = ["embedding"]
+    fields = [
+        "tenant", "user_id", "agent_id", "session_id", "last_message_at", "summary", "transcript",
+        "extraction_status", "extraction_error", "extraction_skip_reason", "extraction_attempts",
+        "extracted_message_count", "message_count", "summarized_message_count", "embedding_model", "created_at",
+        "updated_at",
+    ]  # fmt: skip
+    readonly_fields = fields
+    inlines = [ExtractedFactInline]
+    actions = ["retry_extraction"]
+
+    def has_add_permission(self, request):
+        return False  # episodes come from agents, through the API
+
+    @admin.display(description="messages")
+    def transcript(self, episode):
+        return format_html(
+            '<div style="max-height:40em;overflow:auto">{}</div>',
+            format_html_join(
+                "",
+                '<p><b>{}</b> <small>{}</small><br><span style="white-space:pre-wrap">{}</span></p>',
+                (
+                    (f"{index}. {message['role']}", message.get("timestamp") or "", message["content"])
+                    for index, message in enumerate(episode.messages)
+                ),
+            ),
+        )
+
+    @admin.action(description="Retry the extraction of selected episodes")
+    def retry_extraction(self, request, queryset):
+        done, refused = 0, []
+        for episode in queryset.order_by("pk"):
+            try:
+                services.episode_retry(tenant=episode.tenant, episode_id=episode.pk)
+                done += 1
+            except ApplicationError as exc:
+                refused.append(f"#{episode.pk}: {exc.message}")
+        self.message_user(request, f"Queued {done} episode(s) for extraction.")
+        if refused:
+            self.message_user(request, "Not queued: " + "; ".join(refused), messages.WARNING)

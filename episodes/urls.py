@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import apis
+
+urlpatterns = [
+    path("episodes", apis.EpisodeListCreateApi.as_view(), name="episodes"),
+    path("episodes/search", apis.EpisodeSearchApi.as_view(), name="episodes-search"),
+    path("episodes/<int:episode_id>", apis.EpisodeDetailApi.as_view(), name="episode-detail"),
+    path("episodes/<int:episode_id>/retry", apis.EpisodeRetryApi.as_view(), name="episode-retry"),
+]

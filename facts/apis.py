@@ -18,7 +18,8 @@ class FactOutputSerializer(serializers.ModelSerializer):
         fields = [
             "id", "user_id", "agent_id", "category", "content", "confidence", "status", "source",
             "source_episode", "pinned", "usage_count", "last_used_at", "valid_from", "valid_to",
-            "superseded_by", "occurred_at", "metadata", "embedding_model", "reviewed_at", "created_at", "updated_at",
+            "superseded_by", "occurred_at", "metadata", "embedding_model", "reviewed_at", "archived_at",
+            "created_at", "updated_at",
         ]  # fmt: skip
 
 
@@ -255,3 +256,42 @@ class ConflictResolveApi(APIView):
             tenant=tenant, conflict_id=conflict_id, actor=actor_of(request), **serializer.validated_data
         )
         return Response(ConflictOutputSerializer(selectors.conflict_get(tenant=tenant, conflict_id=conflict_id)).data)
+
+
+class ScoredFactOutputSerializer(serializers.Serializer):
+    fact = FactOutputSerializer()
+    score = serializers.FloatField()
+    scores = serializers.SerializerMethodField()
+
+    def get_scores(self, hit) -> dict:
+        return {"vector": hit.vector, "keyword": hit.keyword, "decay": hit.decay, "final": hit.score}
+
+
+class SearchFiltersSerializer(serializers.Serializer):
+    """Filters shared by fact search and context building."""
+
+    user_id = UserIdField()
+    query = serializers.CharField(max_length=4000)
+    categories = serializers.ListField(child=serializers.ChoiceField(Fact.Category.values), required=False)
+    agent_id = serializers.CharField(required=False, max_length=255)
+
+
+class FactSearchApi(APIView):
+    class InputSerializer(SearchFiltersSerializer):
+        limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        include_pending = serializers.BooleanField(default=False)
+        as_of = serializers.DateTimeField(required=False)
+        occurred_after = serializers.DateTimeField(required=False)
+        occurred_before = serializers.DateTimeField(required=False)
+        mmr_lambda = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
+        half_life_days = serializers.FloatField(min_value=0.0, required=False)
+
+    class OutputSerializer(serializers.Serializer):
+        results = ScoredFactOutputSerializer(many=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="facts_search")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        hits = selectors.facts_search(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer({"results": hits}).data)

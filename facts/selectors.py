@@ -111,37 +111,43 @@ class ScoredFact:
     decay: float  # 1.0 = no decay (pinned, fresh, or decay off)
 
 
-# One statement over one user's rows (the measured fastest exact plan): cosine for every row, BM25 from
-# per-term matches with document frequencies counted on the same rows. Rows are scored in SQL and only the
-# best candidates travel to Python.
+# One statement over one user's rows (the measured fastest exact plan: btree on (tenant, user_id, status), no
+# HNSW): cosine for every row, and BM25 (k1=1.2, b=0.75, one occurrence per term) from the query terms each row
+# matches, with document frequencies counted on the same rows — so a name in every fact weighs nothing and a
+# rare code or number weighs a lot. Only the best candidates travel to Python.
 _SEARCH_SQL = """
-WITH base AS MATERIALIZED (
-    SELECT id, search_vector, length(search_vector) AS len, 1 - (embedding <=> %(vector)s::vector) AS vector_score
-    FROM facts_fact
-    WHERE {where}
-),
-terms AS (
+WITH terms AS MATERIALIZED (
     SELECT idx, phraseto_tsquery('english', term) AS tsq
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, idx)
 ),
-matches AS (SELECT b.id, b.len, t.idx FROM base b JOIN terms t ON b.search_vector @@ t.tsq),
-stats AS (SELECT count(*) AS n, greatest(avg(len), 1) AS avglen FROM base),
-idf AS (
-    SELECT idx, ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-    FROM matches GROUP BY idx
+base AS MATERIALIZED (
+    SELECT id,
+           1 - (embedding <=> %(vector)s::vector) AS vector_score,
+           length(search_vector) AS len,
+           ARRAY(SELECT idx FROM terms WHERE search_vector @@ tsq) AS matched
+    FROM facts_fact
+    WHERE {where}
 ),
-keyword AS (
-    SELECT m.id, sum(i.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * m.len / (SELECT avglen FROM stats)))) AS bm25
-    FROM matches m JOIN idf i USING (idx)
-    GROUP BY m.id
+stats AS MATERIALIZED (SELECT count(*) AS n, greatest(avg(len), 1) AS avglen FROM base),
+idf AS MATERIALIZED (
+    SELECT m.idx, ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
+    FROM base, unnest(base.matched) AS m(idx)
+    GROUP BY m.idx
 ),
-scored AS (
+scored AS MATERIALIZED (
     SELECT b.id, b.vector_score,
-           coalesce(k.bm25, 0) / greatest(max(k.bm25) OVER (), 1e-9) AS keyword_score
-    FROM base b LEFT JOIN keyword k ON k.id = b.id
+           CASE WHEN cardinality(b.matched) = 0 THEN 0
+                ELSE (SELECT sum(i.idf) FROM idf i WHERE i.idx = ANY(b.matched))
+                     * 2.2 / (1 + 1.2 * (0.25 + 0.75 * b.len / s.avglen))
+           END AS bm25
+    FROM base b CROSS JOIN stats s
+),
+normalised AS (
+    SELECT id, vector_score::float8, (bm25 / greatest(max(bm25) OVER (), 1e-9))::float8 AS keyword_score
+    FROM scored
 )
 SELECT id, vector_score, keyword_score
-FROM scored
+FROM normalised
 ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
 LIMIT %(candidates)s
 """

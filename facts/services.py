@@ -90,7 +90,7 @@ def _log(fact: Fact, action: str, actor: str, before: dict | None = None, after:
     )
 
 
-def _lock_user(tenant: Tenant, user_id: str) -> None:
+def lock_user(tenant: Tenant, user_id: str) -> None:
     """Serialise writes to one user's memory until commit, so two identical saves cannot both insert."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [tenant.pk, user_id])
@@ -131,10 +131,10 @@ def fact_remember(
         embedding_model=active_embedding_model(),
     )
     fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
-    fact.embedding = embed_query(fact.content)  # before the lock: a slow embedding call must not hold it
+    fact.embedding = embed_query(fact.embedding_text())  # before the lock: a slow embedding call must not hold it
 
     with transaction.atomic():
-        _lock_user(tenant, fact.user_id)
+        lock_user(tenant, fact.user_id)
         neighbours = facts_nearest(
             tenant=tenant, user_id=fact.user_id, vector=fact.embedding, limit=settings.FACTS_JUDGE_CANDIDATES
         )
@@ -309,13 +309,16 @@ def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
         raise ValidationError({name: "This field cannot be changed." for name in sorted(unknown)})
     if "content" in changes:
         changes["content"] = clean_content(changes["content"])
-        vector = embed_query(changes["content"])
+    reembed = {"content", "occurred_at"} & set(changes)
+    if reembed:  # embedded before the row lock is taken: a slow embedding call must not hold it
+        current = Fact.objects.filter(tenant=tenant, pk=fact_id).values("content", "occurred_at").first() or {}
+        vector = embed_query(Fact(**{**current, **{name: changes[name] for name in reembed}}).embedding_text())
     with transaction.atomic():
         fact = _locked(tenant, fact_id)
         before = snapshot(fact)
         for name, value in changes.items():
             setattr(fact, name, value)
-        if "content" in changes:
+        if reembed:
             fact.embedding, fact.embedding_model = vector, active_embedding_model()
         fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
         fact.save()
@@ -459,7 +462,7 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
         except ValidationError as exc:
             raise ValidationError({f"facts[{index}]": exc.messages}) from None
         rows.append(row)
-    for row, vector in zip(rows, embed_texts([row.content for row in rows]), strict=True):
+    for row, vector in zip(rows, embed_texts([row.embedding_text() for row in rows]), strict=True):
         row.embedding = vector
         row.refresh_search_text()  # bulk_create skips save()
     events = [

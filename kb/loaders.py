@@ -53,6 +53,7 @@ _DOCUMENT_TYPES: dict[str, str] = {
     ".htm": "html",
     ".pdf": "pdf",
 }
+_LOADABLE_TYPES = frozenset({*_DOCUMENT_TYPES.values(), "code"})
 # Files without an extension (README, LICENSE) are also loaded, as text.
 SUPPORTED_EXTENSIONS: frozenset[str] = frozenset((_DOCUMENT_TYPES.keys() - {""}) | CODE_LANGUAGES.keys())
 TITLE_MAX_CHARS = 500  # Document.title's max_length
@@ -65,6 +66,10 @@ class DocumentLoadError(Exception):
         super().__init__(f"cannot load {filename}: {reason}")
         self.filename = filename
         self.reason = reason
+
+
+class UnsupportedFileType(DocumentLoadError):
+    """The file's extension is not one the knowledge base reads (see SUPPORTED_EXTENSIONS)."""
 
 
 @dataclass(frozen=True)
@@ -82,9 +87,18 @@ def load_document(path: Path) -> LoadedDocument:
     return load_bytes(_read_file(path), filename=str(path))
 
 
-def load_bytes(data: bytes, *, filename: str) -> LoadedDocument:
-    """Convert uploaded `data`; `filename` picks the type (by extension) and is the title of last resort."""
-    content_type, language = _file_type(filename)
+def load_bytes(data: bytes, *, filename: str, content_type: str | None = None) -> LoadedDocument:
+    """Convert uploaded `data`; `filename` picks the type (by extension) and is the title of last resort.
+
+    content_type ("markdown", "text", "rst", "html", "pdf" or "code") overrides the extension; code then takes
+    its language from the extension when it has a known one.
+    """
+    if content_type is None:
+        content_type, language = _file_type(filename)
+    elif content_type in _LOADABLE_TYPES:
+        language = CODE_LANGUAGES.get(Path(filename).suffix.lower(), "") if content_type == "code" else ""
+    else:
+        raise UnsupportedFileType(filename, f"unsupported content type {content_type}")
     if content_type == "pdf":
         text, title = _pdf_text_and_title(data, filename)
     elif content_type == "html":
@@ -104,7 +118,7 @@ def _file_type(filename: str) -> tuple[str, str]:
         return "code", CODE_LANGUAGES[extension]
     if extension in _DOCUMENT_TYPES:
         return _DOCUMENT_TYPES[extension], ""
-    raise DocumentLoadError(filename, f"unsupported file type {extension}")
+    raise UnsupportedFileType(filename, f"unsupported file type {extension}")
 
 
 def _read_file(path: Path) -> bytes:

@@ -1,8 +1,11 @@
 from django.conf import settings
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
 from memoryproject.tenancy.models import Tenant
+from memoryproject.text import search_text
 
 
 class Document(models.Model):
@@ -41,6 +44,14 @@ class KBChunk(models.Model):
     content_hash = models.CharField(max_length=64)
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
+    # Keyword search: document title (or doc id), heading path and text, prepared in Python by
+    # refresh_search_text() (CJK spaced apart); PostgreSQL keeps the tsvector in step.
+    search_text = models.TextField(blank=True, default="", editable=False)
+    search_vector = models.GeneratedField(
+        expression=SearchVector("search_text", config="english"),
+        output_field=SearchVectorField(),
+        db_persist=True,
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -57,6 +68,8 @@ class KBChunk(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
+            # Tenant-wide keyword search (kb_search's keyword side).
+            GinIndex(fields=["search_vector"], name="kbchunk_search_vector_gin"),
         ]
 
     def __str__(self) -> str:
@@ -64,3 +77,12 @@ class KBChunk(models.Model):
 
     def embedding_text(self) -> str:
         return self.text
+
+    def refresh_search_text(self, document_label: str) -> None:
+        """document_label: the document's title, or its doc id when it has none. Call before bulk writes."""
+        self.search_text = search_text(f"{document_label} {self.heading_path} {self.text}")
+
+
+def document_label(*, title: str, doc_id: str) -> str:
+    """What names a document in its chunks' keyword text."""
+    return title or doc_id

@@ -8,9 +8,11 @@ import fnmatch
 import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from http import HTTPStatus
 from pathlib import Path
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
@@ -19,9 +21,16 @@ from memoryproject.exceptions import ApplicationError
 from memoryproject.tenancy.models import Tenant
 
 from .chunking import CONTENT_TYPES, MIN_MAX_TOKENS, Chunk, chunk_document
-from .loaders import SUPPORTED_EXTENSIONS, DocumentLoadError, LoadedDocument, load_document
-from .models import Document, KBChunk
-from .selectors import document_by_doc_id, document_chunks, documents_under_root
+from .loaders import (
+    SUPPORTED_EXTENSIONS,
+    DocumentLoadError,
+    LoadedDocument,
+    UnsupportedFileType,
+    load_bytes,
+    load_document,
+)
+from .models import Document, KBChunk, document_label
+from .selectors import document_by_doc_id, document_chunks, document_get, documents_under_root
 
 CHUNKING_KEY = "_chunking"  # reserved Document.metadata key: the parameters the stored chunks were cut with
 # Bump when kb.chunking changes how it cuts, so the next run re-chunks every document.
@@ -86,7 +95,7 @@ def document_index(
     chunks = chunk_document(text, content_type=content_type, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
     if dry_run:
         return IndexResult(doc_id, "changed" if existing else "new", None, chunks=len(chunks), written=False)
-    rows = _chunk_rows(tenant, chunks)
+    rows = _chunk_rows(tenant, chunks, label=document_label(title=title, doc_id=doc_id))
     _embed(rows)  # before the transaction: a slow embedding call must not hold row locks
     document, outcome = _document_replace(tenant=tenant, doc_id=doc_id, fields=fields, rows=rows)
     return IndexResult(doc_id, outcome, document, chunks=len(rows), written=True)
@@ -117,6 +126,80 @@ def document_index_loaded(
         overlap_tokens=overlap_tokens,
         dry_run=dry_run,
     )
+
+
+def document_upload(
+    *,
+    tenant: Tenant,
+    doc_id: str,
+    data: bytes,
+    filename: str,
+    content_type: str | None = None,
+    title: str = "",
+) -> IndexResult:
+    """Index uploaded bytes (a file, or text posted to the API) as the tenant's document `doc_id`.
+
+    `filename` picks the type by extension unless content_type is given. Refused with an ApplicationError:
+    over KB_MAX_UPLOAD_BYTES (413 payload_too_large), a type the loaders do not read (415
+    unsupported_file_type), content they cannot read, e.g. not UTF-8 or a broken PDF (400 unreadable_document).
+    """
+    limit = settings.KB_MAX_UPLOAD_BYTES
+    if len(data) > limit:
+        raise ApplicationError(
+            f"The document is {len(data):,} bytes; the limit is {limit:,} bytes.",
+            code="payload_too_large",
+            status_code=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            details={"size_bytes": len(data), "max_bytes": limit},
+        )
+    try:
+        loaded = load_bytes(data, filename=filename, content_type=content_type)
+    except UnsupportedFileType as error:
+        raise ApplicationError(
+            f"Cannot index {error.filename}: {error.reason}. Supported extensions: "
+            f"{', '.join(sorted(SUPPORTED_EXTENSIONS))} (and none, read as text).",
+            code="unsupported_file_type",
+            status_code=HTTPStatus.UNSUPPORTED_MEDIA_TYPE,
+        ) from error
+    except DocumentLoadError as error:
+        raise ApplicationError(f"Cannot read {error.filename}: {error.reason}.", code="unreadable_document") from error
+    if title:
+        loaded = replace(loaded, title=title)
+    return document_index_loaded(tenant=tenant, doc_id=doc_id, loaded=loaded, size_bytes=len(data))
+
+
+def document_reindex(*, tenant: Tenant, document_id: int) -> IndexResult:
+    """Re-read the document's source file and index it again with the chunking it was cut with.
+
+    Raises Http404 for a document of another tenant, ApplicationError when there is no file to read (uploaded
+    through the API) or it cannot be read (gone, unsupported, broken) or stored.
+    """
+    document = document_get(tenant=tenant, document_id=document_id)
+    if not document.source_path:
+        message = f"{document.doc_id} was uploaded, not indexed from a file: nothing to re-read."
+        raise ApplicationError(message, code="no_source_file")
+    path = Path(document.source_path)
+    chunking = document.metadata.get(CHUNKING_KEY) or {}
+    try:
+        return document_index_loaded(
+            tenant=tenant,
+            doc_id=document.doc_id,
+            loaded=load_document(path),
+            source_path=str(path),
+            size_bytes=_file_size(path),
+            max_tokens=chunking.get("max_tokens", 400),
+            overlap_tokens=chunking.get("overlap_tokens", 50),
+        )
+    except DocumentLoadError as error:
+        raise ApplicationError(f"Cannot read {error.filename}: {error.reason}.", code="unreadable_document") from error
+    except ValidationError as error:
+        raise ApplicationError(_validation_reason(error), code="validation_error") from error
+
+
+def document_delete_by_id(*, tenant: Tenant, document_id: int) -> None:
+    """Delete one document of `tenant` and its chunks; Http404 when the tenant has no such document."""
+    with transaction.atomic():
+        document = document_get(tenant=tenant, document_id=document_id)
+        document.delete()
 
 
 def document_delete(*, tenant: Tenant, doc_id: str) -> bool:
@@ -207,8 +290,8 @@ def _descriptive_fields_differ(document: Document, fields: dict) -> bool:
     return any(getattr(document, name) != fields[name] for name in DESCRIPTIVE_FIELDS)
 
 
-def _chunk_rows(tenant: Tenant, chunks: Sequence[Chunk]) -> list[KBChunk]:
-    return [
+def _chunk_rows(tenant: Tenant, chunks: Sequence[Chunk], *, label: str) -> list[KBChunk]:
+    rows = [
         KBChunk(
             tenant=tenant,
             ordinal=ordinal,
@@ -221,6 +304,9 @@ def _chunk_rows(tenant: Tenant, chunks: Sequence[Chunk]) -> list[KBChunk]:
         )
         for ordinal, chunk in enumerate(chunks)
     ]
+    for row in rows:
+        row.refresh_search_text(label)
+    return rows
 
 
 def _embed(rows: list[KBChunk]) -> None:
@@ -252,8 +338,16 @@ def _document_describe(*, tenant: Tenant, doc_id: str, fields: dict) -> Document
         document = _document_locked(tenant, doc_id)
         if document is None:  # deleted meanwhile: nothing left to describe
             return None
+        old_label = document_label(title=document.title, doc_id=doc_id)
         descriptive = {name: fields[name] for name in DESCRIPTIVE_FIELDS}
-        return _document_save(document, descriptive, update_fields=[*DESCRIPTIVE_FIELDS, "updated_at"])
+        document = _document_save(document, descriptive, update_fields=[*DESCRIPTIVE_FIELDS, "updated_at"])
+        label = document_label(title=document.title, doc_id=doc_id)
+        if label != old_label:  # the chunks' keyword text names the document
+            chunks = list(document_chunks(tenant=tenant, document=document).only("pk", "heading_path", "text"))
+            for chunk in chunks:
+                chunk.refresh_search_text(label)
+            KBChunk.objects.bulk_update(chunks, ["search_text"], batch_size=CHUNK_INSERT_BATCH)
+        return document
 
 
 def _document_locked(tenant: Tenant, doc_id: str) -> Document | None:

@@ -1,3 +1,9 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns: list = []
+from . import apis
+
+urlpatterns = [
+    path("kb/documents", apis.DocumentListCreateApi.as_view(), name="kb-documents"),
+    path("kb/documents/<int:document_id>", apis.DocumentDetailApi.as_view(), name="kb-document-detail"),
+    path("kb/search", apis.SearchApi.as_view(), name="kb-search"),
+]

@@ -5,11 +5,15 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from facts.apis import ScoredFactOutputSerializer, SearchFiltersSerializer
+
 from .ai.checks import embedding_dimension_problems
 from .ai.embedders import get_embedder
 from .ai.errors import AIProviderError
 from .ai.services import cache_stats
+from .context import context_build
 from .selectors import database_status
+from .tenancy.authentication import request_tenant
 
 
 class HealthApi(APIView):
@@ -56,3 +60,41 @@ def _embedding_status() -> dict:
     except AIProviderError as exc:
         model, problems = None, [*problems, exc.message]
     return {"model": model, "cache": cache_stats.as_dict(), "problems": problems}
+
+
+class ContextApi(APIView):
+    """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
+    Facts that make it into the text count as used (they live longer under the forgetting policy)."""
+
+    class InputSerializer(SearchFiltersSerializer):
+        max_tokens = serializers.IntegerField(min_value=50, max_value=32000, required=False)
+        include_documents = serializers.BooleanField(default=True)
+        fact_limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        document_limit = serializers.IntegerField(min_value=0, max_value=50, default=5)
+
+    class DocumentSerializer(serializers.Serializer):
+        document_id = serializers.IntegerField()
+        doc_id = serializers.CharField()
+        heading_path = serializers.CharField()
+        line_start = serializers.IntegerField()
+        line_end = serializers.IntegerField()
+        text = serializers.CharField()
+        score = serializers.FloatField()
+        citation = serializers.CharField()
+
+    class OutputSerializer(serializers.Serializer):
+        text = serializers.CharField()
+        token_count = serializers.IntegerField()
+        cold_start = serializers.BooleanField()
+        facts = ScoredFactOutputSerializer(many=True)
+        documents = serializers.SerializerMethodField()
+
+        def get_documents(self, context) -> list[dict]:
+            return ContextApi.DocumentSerializer(context.documents, many=True).data
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="context_build")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        context = context_build(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer(context).data)

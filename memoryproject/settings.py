@@ -166,14 +166,53 @@ FACTS_IMPORT_MAX_BATCH = env.int("FACTS_IMPORT_MAX_BATCH", default=1000)
 # Search: fused = w * cosine + (1 - w) * BM25 (scaled to the query's best keyword hit); see bench/locomo_recall.py.
 FACTS_SEARCH_VECTOR_WEIGHT = env.float("FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
 FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=4)
-FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.9)  # 1.0 switches MMR off
+FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
 
+# Default token budget of POST /api/v1/context.
+CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=800)
+# Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.
+KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
+# kb_search: HNSW candidate list size (pgvector hnsw.ef_search; raised to the number of candidates when that
+# is larger), and candidates per channel (vector, keyword) = max(limit x factor, 40) before fusion.
+KB_SEARCH_EF_SEARCH = env.int("KB_SEARCH_EF_SEARCH", default=100)
+KB_SEARCH_CANDIDATE_FACTOR = env.int("KB_SEARCH_CANDIDATE_FACTOR", default=4)
+
 # --- Episodes (episodes app) ------------------------------------------------------------------------
-# (episode settings go here)
+# Limits on POST /api/v1/episodes; over them the request is refused (413) and nothing is stored.
+EPISODES_MAX_MESSAGES_PER_REQUEST = env.int("EPISODES_MAX_MESSAGES_PER_REQUEST", default=500)
+# Characters of one message's content.
+EPISODES_MAX_MESSAGE_CHARS = env.int("EPISODES_MAX_MESSAGE_CHARS", default=20000)
+# Characters of all messages of one episode (session), what is stored plus what is posted.
+EPISODES_MAX_EPISODE_CHARS = env.int("EPISODES_MAX_EPISODE_CHARS", default=200000)
+# Sessions whose user messages hold fewer characters than this are not mined for facts (skipped, reason kept).
+EPISODES_EXTRACT_MIN_USER_CHARS = env.int("EPISODES_EXTRACT_MIN_USER_CHARS", default=20)
+# Runs of one extraction (first try + retries) before the episode stays failed until retried by hand.
+EPISODES_EXTRACTION_MAX_ATTEMPTS = env.int("EPISODES_EXTRACTION_MAX_ATTEMPTS", default=3)
+# Longest summary kept (characters), from the chat model or the offline extractive summariser.
+EPISODES_SUMMARY_MAX_CHARS = env.int("EPISODES_SUMMARY_MAX_CHARS", default=600)
+# Most conversation text sent to the chat model in one summary call (the newest messages are kept).
+EPISODES_SUMMARY_INPUT_MAX_CHARS = env.int("EPISODES_SUMMARY_INPUT_MAX_CHARS", default=24000)
+# Episode search: fused = w * cosine(summary) + (1 - w) * BM25 over the message text (scaled to the best hit).
+EPISODES_SEARCH_VECTOR_WEIGHT = env.float("EPISODES_SEARCH_VECTOR_WEIGHT", default=0.5)
 
 # --- Forgetting (facts.forgetting) -------------------------------------------------------------------
-# (forgetting settings go here)
+# The policy of every tenant that has not saved its own (API /api/v1/forget-policy, or the admin).
+FORGET_ENABLED = env.bool("FORGET_ENABLED", default=True)
+# Facts neither used nor written for this many days, and used fewer than FORGET_MIN_USAGE_COUNT times, are
+# archived (out of search and context, restorable). 0 switches the rule off.
+FORGET_MAX_UNUSED_DAYS = env.int("FORGET_MAX_UNUSED_DAYS", default=90)
+FORGET_MIN_USAGE_COUNT = env.int("FORGET_MIN_USAGE_COUNT", default=3)
+# Above this many live facts a user's least valuable ones are archived (fewest uses, then least recent). 0 = no cap.
+FORGET_MAX_FACTS_PER_USER = env.int("FORGET_MAX_FACTS_PER_USER", default=1000)
+# Archived facts, and facts superseded, longer ago than this are deleted for good (the audit keeps id/action/time).
+FORGET_ARCHIVE_RETENTION_DAYS = env.int("FORGET_ARCHIVE_RETENTION_DAYS", default=30)
+FORGET_EXEMPT_CATEGORIES = env.list("FORGET_EXEMPT_CATEGORIES", default=[])  # e.g. profile,procedure
+FORGET_BATCH_SIZE = env.int("FORGET_BATCH_SIZE", default=10000)  # rows per transaction
+# Pause between batches, as a multiple of the batch's own time (1.0 = rest as long as it worked), so that a big
+# sweep leaves the database to the read path; 0 = no pause.
+FORGET_THROTTLE = env.float("FORGET_THROTTLE", default=1.0)
+FORGET_SWEEP_TIME = env("FORGET_SWEEP_TIME", default="03:00")  # daily sweep of every tenant, HH:MM UTC
 
 # --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
 Q_CLUSTER = {

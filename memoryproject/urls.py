@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from .apis import HealthApi
+from .apis import ContextApi, HealthApi
 from .tenancy.apis import WhoAmIApi
 
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),
+    path("api/v1/context", ContextApi.as_view(), name="context"),
     path("api/v1/", include("facts.urls")),
     path("api/v1/", include("facts.forgetting_urls")),
     path("api/v1/", include("episodes.urls")),

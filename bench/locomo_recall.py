@@ -1,0 +1,153 @@
+"""Retrieval quality on real conversations nobody here wrote: LoCoMo (development split).
+
+    .venv/bin/python bench/locomo_recall.py [--embedder local|hash|both] [--data PATH]
+
+Every turn of a conversation is stored as a fact of one user per conversation through the product's own bulk
+import (content "speaker: text", occurred_at = the session's date); every question of categories 1-5 is asked
+through facts_search. Prints recall@1/5/10 (share of evidence turns found) and hit@10 (any evidence found)
+per category and for categories 1-4. Prints figures; asserts nothing. Uses a throwaway tenant.
+"""
+
+import argparse
+import json
+import statistics
+import time
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import _django  # noqa: F401
+from django.test import override_settings
+
+from facts.selectors import facts_search
+from facts.services import facts_import
+from memoryproject.ai.services import embed_query
+from memoryproject.tenancy.services import tenant_create
+
+DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def session_date(text: str) -> datetime:
+    return datetime.strptime(text, "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def load_turns(sample: dict) -> list[dict]:
+    conversation, turns = sample["conversation"], []
+    for key, value in conversation.items():
+        if key.startswith("session_") and isinstance(value, list):
+            when = session_date(conversation[f"{key}_date_time"])
+            turns += [
+                {"dia_id": turn["dia_id"], "content": f"{turn['speaker']}: {turn['text']}", "occurred_at": when}
+                for turn in value
+            ]
+    return turns
+
+
+def ingest(tenant, samples: list[dict]) -> float:
+    started = time.perf_counter()
+    for sample in samples:
+        items = [
+            {
+                "user_id": f"locomo-{sample['sample_id']}",
+                "content": turn["content"],
+                "occurred_at": turn["occurred_at"],
+                "metadata": {"dia_id": turn["dia_id"]},
+            }
+            for turn in load_turns(sample)
+        ]
+        for start in range(0, len(items), 1000):
+            facts_import(tenant=tenant, facts=items[start : start + 1000], actor="bench")
+    return time.perf_counter() - started
+
+
+def evaluate(tenant, samples: list[dict]) -> tuple[dict, list[float]]:
+    per_category = defaultdict(lambda: defaultdict(list))
+    latencies = []
+    for sample in samples:
+        user_id = f"locomo-{sample['sample_id']}"
+        known = {turn["dia_id"] for turn in load_turns(sample)}
+        for qa in sample["qa"]:
+            evidence = {dia_id for dia_id in qa.get("evidence", []) if dia_id in known}
+            if not evidence:
+                continue  # malformed evidence ids (see the data set's README)
+            vector = embed_query(qa["question"])
+            started = time.perf_counter()
+            hits = facts_search(tenant=tenant, user_id=user_id, query=qa["question"], limit=10, vector=vector)
+            latencies.append((time.perf_counter() - started) * 1000)
+            found = [hit.fact.metadata["dia_id"] for hit in hits]
+            scores = per_category[qa["category"]]
+            for k in (1, 5, 10):
+                scores[f"recall@{k}"].append(len(evidence & set(found[:k])) / len(evidence))
+            scores["hit@10"].append(float(bool(evidence & set(found))))
+    return per_category, latencies
+
+
+def report(label: str, per_category: dict, latencies: list[float], ingest_seconds: float) -> None:
+    print(
+        f"\n== {label}   (ingest {ingest_seconds:.1f} s, search p50 {statistics.median(latencies):.1f} ms "
+        f"excluding the query embedding)"
+    )
+    print(f"{'category':<16}{'questions':>10}{'recall@1':>10}{'recall@5':>10}{'recall@10':>11}{'hit@10':>9}")
+    core = defaultdict(list)
+    for category in sorted(per_category):
+        scores = per_category[category]
+        print(
+            f"{CATEGORIES[category]:<16}{len(scores['hit@10']):>10}"
+            + "".join(
+                f"{statistics.mean(scores[m]):>10.3f}" + (" " if m == "recall@10" else "")
+                for m in ("recall@1", "recall@5", "recall@10", "hit@10")
+            )
+        )
+        if category != 5:
+            for metric, values in scores.items():
+                core[metric] += values
+    print(
+        f"{'categories 1-4':<16}{len(core['hit@10']):>10}"
+        + "".join(
+            f"{statistics.mean(core[m]):>10.3f}" + (" " if m == "recall@10" else "")
+            for m in ("recall@1", "recall@5", "recall@10", "hit@10")
+        )
+    )
+
+
+def sweep(tenant, samples: list[dict], embedder: str) -> None:
+    """recall@10 (categories 1-4) under other settings: the measurement behind the defaults."""
+    print(f"\n{embedder}: vector weight x MMR lambda -> recall@10 (categories 1-4)")
+    for weight in (0.5, 0.6, 0.7, 0.8):
+        cells = []
+        for mmr in (0.8, 0.9, 1.0):
+            with override_settings(
+                EMBEDDING_PROVIDER=embedder, FACTS_SEARCH_VECTOR_WEIGHT=weight, FACTS_SEARCH_MMR_LAMBDA=mmr
+            ):
+                per_category, _ = evaluate(tenant, samples)
+            core = [
+                value for category, scores in per_category.items() if category != 5 for value in scores["recall@10"]
+            ]
+            cells.append(f"mmr {mmr}: {statistics.mean(core):.3f}")
+        print(f"  weight {weight}:  " + "   ".join(cells))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--embedder", choices=["local", "hash", "both"], default="both")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--sweep", action="store_true", help="also try other fusion weights and MMR settings")
+    args = parser.parse_args()
+    samples = json.loads(args.data.read_text())
+    for embedder in ["local", "hash"] if args.embedder == "both" else [args.embedder]:
+        tenant, _ = tenant_create(name=f"locomo-{embedder}-{uuid.uuid4().hex[:6]}")
+        try:
+            with override_settings(EMBEDDING_PROVIDER=embedder):
+                seconds = ingest(tenant, samples)
+                per_category, latencies = evaluate(tenant, samples)
+            report(f"{embedder} embedder", per_category, latencies, seconds)
+            if args.sweep:
+                sweep(tenant, samples, embedder)
+        finally:
+            tenant.delete()
+
+
+if __name__ == "__main__":
+    main()

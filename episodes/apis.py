@@ -1,0 +1,189 @@
+"""The episodes API: thin views that validate, call one service or selector, and present the result."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from facts.apis import CommaSeparatedChoicesField, FactOutputSerializer, UserIdField
+from memoryproject.tenancy.authentication import request_tenant
+
+from . import selectors, services
+from .models import Episode
+
+
+class SessionIdField(serializers.RegexField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            services.USER_ID_PATTERN,
+            error_messages={"invalid": "Must be 1-255 characters without spaces or control characters."},
+            **kwargs,
+        )
+
+
+class MessageSerializer(serializers.Serializer):
+    class Meta:
+        ref_name = "EpisodeMessage"  # a unique schema component name
+
+    role = serializers.ChoiceField(services.ROLES)
+    content = serializers.CharField(trim_whitespace=False)
+    timestamp = serializers.DateTimeField(required=False, allow_null=True)
+
+
+class EpisodeListOutputSerializer(serializers.ModelSerializer):
+    """An episode without its messages."""
+
+    class Meta:
+        model = Episode
+        fields = [
+            "id", "user_id", "agent_id", "session_id", "message_count", "summary", "extraction_status",
+            "extraction_error", "extraction_skip_reason", "last_message_at", "created_at", "updated_at",
+        ]  # fmt: skip
+
+
+class EpisodeOutputSerializer(serializers.ModelSerializer):
+    """An episode with what was said and the facts extracted from it."""
+
+    messages = MessageSerializer(many=True)
+    facts = FactOutputSerializer(many=True)
+
+    class Meta:
+        model = Episode
+        fields = [
+            "id", "user_id", "agent_id", "session_id", "message_count", "messages", "summary",
+            "summarized_message_count", "extraction_status", "extraction_error", "extraction_skip_reason",
+            "extracted_message_count", "extraction_attempts", "facts", "last_message_at", "created_at",
+            "updated_at",
+        ]  # fmt: skip
+
+
+class EpisodeCursorPagination(CursorPagination):
+    ordering = "-id"
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 500
+
+
+class EpisodeListCreateApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        user_id = UserIdField()
+        session_id = SessionIdField(required=False)
+        agent_id = serializers.CharField(required=False, max_length=255)
+        status = CommaSeparatedChoicesField(Episode.ExtractionStatus.values, required=False)
+
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "EpisodeStoreInput"  # a unique schema component name
+
+        user_id = UserIdField()
+        session_id = SessionIdField()
+        agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+        messages = serializers.ListField(child=MessageSerializer(), allow_empty=False)
+        extract = serializers.BooleanField(default=True)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "EpisodeStoreOutput"  # a unique schema component name
+
+        id = serializers.IntegerField(source="episode.pk")
+        session_id = serializers.CharField(source="episode.session_id")
+        extraction_status = serializers.CharField(source="episode.extraction_status")
+        created = serializers.BooleanField()
+        appended = serializers.IntegerField()
+        message_count = serializers.IntegerField(source="episode.message_count")
+
+    @extend_schema(
+        parameters=[FilterSerializer], responses=EpisodeListOutputSerializer(many=True), operation_id="episodes_list"
+    )
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        data = filters.validated_data
+        queryset = selectors.episodes_list(
+            tenant=request_tenant(request),
+            user_id=data["user_id"],
+            session_id=data.get("session_id"),
+            agent_id=data.get("agent_id"),
+            statuses=data.get("status"),
+        )
+        paginator = EpisodeCursorPagination()
+        page = paginator.paginate_queryset(queryset, request, view=self)
+        return paginator.get_paginated_response(EpisodeListOutputSerializer(page, many=True).data)
+
+    @extend_schema(request=InputSerializer, responses={202: OutputSerializer}, operation_id="episodes_store")
+    def post(self, request):
+        """Store a conversation; facts are extracted from it in the background.
+
+        Post the session so far (after every turn, or once at the end) or only its latest turns: messages already
+        stored are skipped, so nothing is duplicated. Two messages are the same when role and content are equal,
+        and the timestamps too when both carry one (send timestamps to keep a repeated "ok" apart). A posted list
+        that matches the stored session from its first message appends what follows; otherwise the longest run at
+        its start that repeats the end of the stored session is skipped and the rest appended. System messages
+        take no part in the matching (a system prompt rewritten every turn does not make a new session); one is
+        stored when it comes after the point where the posted list joins the stored session.
+        `extract: false` keeps this request's messages out of fact extraction (they are still stored, summarised
+        and searchable). Answers 202 with the episode id and its extraction status; over a size limit, 413 and
+        nothing is stored.
+        """
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        result = services.episode_store(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer(result).data, status=status.HTTP_202_ACCEPTED)
+
+
+class EpisodeDetailApi(APIView):
+    @extend_schema(responses=EpisodeOutputSerializer, operation_id="episodes_get")
+    def get(self, request, episode_id: int):
+        episode = selectors.episode_get(tenant=request_tenant(request), episode_id=episode_id)
+        return Response(EpisodeOutputSerializer(episode).data)
+
+
+class EpisodeRetryApi(APIView):
+    @extend_schema(request=None, responses={202: EpisodeListOutputSerializer}, operation_id="episodes_retry")
+    def post(self, request, episode_id: int):
+        """Queue the extraction of a failed (or stalled) episode again, with a fresh budget of attempts."""
+        episode = services.episode_retry(tenant=request_tenant(request), episode_id=episode_id)
+        return Response(EpisodeListOutputSerializer(episode).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ScoredEpisodeOutputSerializer(serializers.Serializer):
+    class MatchSerializer(MessageSerializer):
+        class Meta:
+            ref_name = "EpisodeMessageMatch"  # a unique schema component name
+
+        index = serializers.IntegerField()
+
+    episode = EpisodeListOutputSerializer()
+    score = serializers.FloatField()
+    scores = serializers.SerializerMethodField()
+    matches = MatchSerializer(many=True)
+
+    def get_scores(self, hit) -> dict:
+        return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
+
+
+class EpisodeSearchApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "EpisodeSearchInput"  # a unique schema component name
+
+        user_id = UserIdField()
+        query = serializers.CharField(max_length=4000)
+        limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        session_id = SessionIdField(required=False)
+        agent_id = serializers.CharField(required=False, max_length=255)
+
+    class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "EpisodeSearchOutput"  # a unique schema component name
+
+        results = ScoredEpisodeOutputSerializer(many=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="episodes_search")
+    def post(self, request):
+        """Search a user's episodes: the summary's vector plus keyword search (BM25) over what was said."""
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        hits = selectors.episodes_search(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer({"results": hits}).data)

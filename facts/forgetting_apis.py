@@ -1,0 +1,157 @@
+"""The forgetting API: the tenant's forget policy, dry runs and recorded runs, restore, and user erasure."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryproject.tenancy.authentication import request_tenant
+
+from . import forgetting, forgetting_selectors
+from .apis import FactCursorPagination, FactOutputSerializer, actor_of
+from .models import Fact, ForgetPolicy, ForgetRun
+
+MAX_DAYS = 36500  # a century: anything longer is a typo, and it keeps date arithmetic in range
+
+
+class ForgetPolicyOutputSerializer(serializers.ModelSerializer):
+    is_default = serializers.SerializerMethodField(help_text="True while the tenant follows the FORGET_* settings.")
+
+    class Meta:
+        model = ForgetPolicy
+        fields = [
+            "enabled", "max_unused_days", "min_usage_count", "max_facts_per_user", "archive_retention_days",
+            "exempt_categories", "is_default", "updated_at",
+        ]  # fmt: skip
+
+    def get_is_default(self, policy) -> bool:
+        return policy.pk is None
+
+
+class ForgetRunOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ForgetRun
+        fields = [
+            "id", "dry_run", "status", "as_of", "started_at", "duration_ms", "archived", "evicted", "purged",
+            "superseded_purged", "timings", "policy", "error",
+        ]  # fmt: skip
+
+
+class ForgetPolicyApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        enabled = serializers.BooleanField()
+        max_unused_days = serializers.IntegerField(
+            min_value=1, max_value=MAX_DAYS, allow_null=True, help_text="null switches the unused rule off."
+        )
+        min_usage_count = serializers.IntegerField(min_value=0, max_value=1_000_000)
+        max_facts_per_user = serializers.IntegerField(
+            min_value=1, max_value=100_000_000, allow_null=True, help_text="null: no cap."
+        )
+        archive_retention_days = serializers.IntegerField(min_value=0, max_value=MAX_DAYS)
+        exempt_categories = serializers.ListField(child=serializers.ChoiceField(Fact.Category.values), allow_empty=True)
+
+        class Meta:
+            ref_name = "ForgetPolicyInput"  # a unique schema component name ("Input" is taken by many views)
+
+    @extend_schema(responses=ForgetPolicyOutputSerializer, operation_id="forget_policy_get")
+    def get(self, request):
+        policy = forgetting_selectors.forget_policy_get(tenant=request_tenant(request))
+        return Response(ForgetPolicyOutputSerializer(policy).data)
+
+    @extend_schema(request=InputSerializer, responses=ForgetPolicyOutputSerializer, operation_id="forget_policy_put")
+    def put(self, request):
+        return self._save(request, partial=False)
+
+    @extend_schema(
+        request=InputSerializer(partial=True),
+        responses=ForgetPolicyOutputSerializer,
+        operation_id="forget_policy_patch",
+    )
+    def patch(self, request):
+        return self._save(request, partial=True)
+
+    @extend_schema(request=None, responses={200: ForgetPolicyOutputSerializer}, operation_id="forget_policy_reset")
+    def delete(self, request):
+        """Back to the defaults from settings."""
+        policy = forgetting.forget_policy_reset(tenant=request_tenant(request))
+        return Response(ForgetPolicyOutputSerializer(policy).data)
+
+    def _save(self, request, *, partial: bool):
+        serializer = self.InputSerializer(data=request.data, partial=partial)
+        serializer.is_valid(raise_exception=True)
+        policy = forgetting.forget_policy_set(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(ForgetPolicyOutputSerializer(policy).data)
+
+
+class ForgetDryRunApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        as_of = serializers.DateTimeField(
+            required=False, help_text="Measure the rules at this moment (default: now), e.g. to preview next month."
+        )
+
+        class Meta:
+            ref_name = "ForgetDryRunInput"
+
+    @extend_schema(request=InputSerializer, responses={201: ForgetRunOutputSerializer}, operation_id="forget_dry_run")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        tenant = request_tenant(request)
+        report = forgetting.forget_policy_apply(tenant=tenant, now=serializer.validated_data.get("as_of"), dry_run=True)
+        run = forgetting_selectors.forget_run_get(tenant=tenant, run_id=report.run_id)
+        return Response(ForgetRunOutputSerializer(run).data, status=201)
+
+
+class ForgetRunListApi(APIView):
+    class FilterSerializer(serializers.Serializer):
+        dry_run = serializers.BooleanField(required=False, allow_null=True, default=None)
+
+    @extend_schema(
+        parameters=[FilterSerializer], responses=ForgetRunOutputSerializer(many=True), operation_id="forget_runs_list"
+    )
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        runs = forgetting_selectors.forget_runs_list(tenant=request_tenant(request), **filters.validated_data)
+        paginator = FactCursorPagination()
+        page = paginator.paginate_queryset(runs, request, view=self)
+        return paginator.get_paginated_response(ForgetRunOutputSerializer(page, many=True).data)
+
+
+class ForgetRunDetailApi(APIView):
+    @extend_schema(responses=ForgetRunOutputSerializer, operation_id="forget_runs_get")
+    def get(self, request, run_id: int):
+        run = forgetting_selectors.forget_run_get(tenant=request_tenant(request), run_id=run_id)
+        return Response(ForgetRunOutputSerializer(run).data)
+
+
+class FactRestoreApi(APIView):
+    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
+    def post(self, request, fact_id: int):
+        fact = forgetting.fact_restore(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        return Response(FactOutputSerializer(fact).data)
+
+
+class UserEraseApi(APIView):
+    class OutputSerializer(serializers.Serializer):
+        class DeletedSerializer(serializers.Serializer):
+            facts = serializers.IntegerField()
+            fact_events = serializers.IntegerField()
+            fact_conflicts = serializers.IntegerField()
+            episodes = serializers.IntegerField()
+            admin_log_entries = serializers.IntegerField()
+
+            class Meta:
+                ref_name = "UserErasureCounts"
+
+        user_id = serializers.CharField()
+        deleted = DeletedSerializer()
+
+        class Meta:
+            ref_name = "UserErasure"
+
+    @extend_schema(request=None, responses={200: OutputSerializer}, operation_id="users_erase")
+    def delete(self, request, user_id: str):
+        """Erase everything this tenant holds about the user (idempotent: a second call deletes nothing)."""
+        report = forgetting.user_erase(tenant=request_tenant(request), user_id=user_id, actor=actor_of(request))
+        return Response(self.OutputSerializer({"user_id": user_id, "deleted": report}).data)

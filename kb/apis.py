@@ -1,0 +1,211 @@
+"""The knowledge-base API: thin views that validate, call one service or selector, and present the result."""
+
+from django.conf import settings
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from memoryproject.exceptions import ApplicationError
+from memoryproject.tenancy.authentication import request_tenant
+
+from . import selectors, services
+from .models import Document, KBChunk
+
+DOC_ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,500}$"
+POSTABLE_CONTENT_TYPES = ["markdown", "text", "rst", "html", "code"]
+# A JSON body escapes what it carries (newlines, quotes, non-ASCII as \uXXXX): the body a text at the limit
+# needs can be several times larger. Past this many times the limit, the body is refused unread.
+JSON_ESCAPING_ALLOWANCE = 4
+MULTIPART_OVERHEAD_BYTES = 64 * 1024  # boundaries and the small form fields beside the file
+
+
+class DocIdField(serializers.RegexField):
+    def __init__(self, **kwargs):
+        super().__init__(
+            DOC_ID_PATTERN,
+            error_messages={"invalid": "Must be 1-500 characters without control characters."},
+            **kwargs,
+        )
+
+
+class DocumentOutputSerializer(serializers.ModelSerializer):
+    chunk_count = serializers.IntegerField()
+    metadata = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Document
+        fields = [
+            "id", "doc_id", "title", "content_type", "source_path", "size_bytes", "content_hash", "metadata",
+            "chunk_count", "created_at", "updated_at",
+        ]  # fmt: skip
+
+    def get_metadata(self, document) -> dict:
+        return {key: value for key, value in document.metadata.items() if key != services.CHUNKING_KEY}
+
+
+class ChunkOutputSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = KBChunk
+        fields = ["ordinal", "heading_path", "line_start", "line_end", "token_count", "text"]
+
+
+class DocumentDetailOutputSerializer(DocumentOutputSerializer):
+    chunks = serializers.SerializerMethodField()
+
+    class Meta(DocumentOutputSerializer.Meta):
+        fields = [*DocumentOutputSerializer.Meta.fields, "chunks"]
+
+    def get_chunks(self, document) -> list[dict]:
+        # The view passes them, read through the tenant-scoped selector, in reading order.
+        return ChunkOutputSerializer(self.context["chunks"], many=True).data
+
+
+class DocumentCursorPagination(CursorPagination):
+    ordering = "doc_id"
+    page_size = 50
+    page_size_query_param = "limit"
+    max_page_size = 500
+
+
+class DocumentListCreateApi(APIView):
+    parser_classes = [JSONParser, MultiPartParser]
+
+    class FilterSerializer(serializers.Serializer):
+        path_prefix = serializers.CharField(required=False, max_length=500)
+
+    class TextInputSerializer(serializers.Serializer):
+        doc_id = DocIdField()
+        text = serializers.CharField(trim_whitespace=False)
+        title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+        content_type = serializers.ChoiceField(POSTABLE_CONTENT_TYPES, default="markdown")
+
+    class FileInputSerializer(serializers.Serializer):
+        file = serializers.FileField(allow_empty_file=True)
+        doc_id = DocIdField(required=False, help_text="Defaults to the file's name.")
+        title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
+
+    class OutputSerializer(serializers.Serializer):
+        outcome = serializers.ChoiceField(["new", "changed", "unchanged"])
+        chunks_written = serializers.IntegerField(help_text="0 when the document was unchanged.")
+        document = DocumentOutputSerializer()
+
+    @extend_schema(
+        parameters=[FilterSerializer], responses=DocumentOutputSerializer(many=True), operation_id="kb_documents_list"
+    )
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        filters.is_valid(raise_exception=True)
+        documents = selectors.documents_with_chunk_counts(tenant=request_tenant(request), **filters.validated_data)
+        paginator = DocumentCursorPagination()
+        page = paginator.paginate_queryset(documents, request, view=self)
+        return paginator.get_paginated_response(DocumentOutputSerializer(page, many=True).data)
+
+    @extend_schema(
+        request={"application/json": TextInputSerializer, "multipart/form-data": FileInputSerializer},
+        responses={201: OutputSerializer, 200: OutputSerializer},
+        operation_id="kb_documents_upload",
+    )
+    def post(self, request):
+        """Index a document: JSON {doc_id, text, title, content_type}, or multipart with `file` (type by
+        extension) and optional doc_id and title. 201 when new; 200 when it replaced or matched a document."""
+        _refuse_oversized_body(request)
+        tenant = request_tenant(request)
+        if request.content_type.startswith("multipart/form-data"):
+            serializer = self.FileInputSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            upload = serializer.validated_data["file"]
+            result = services.document_upload(
+                tenant=tenant,
+                doc_id=serializer.validated_data.get("doc_id") or upload.name,
+                data=upload.read(),
+                filename=upload.name,
+                title=serializer.validated_data["title"],
+            )
+        else:
+            serializer = self.TextInputSerializer(data=request.data)
+            serializer.is_valid(raise_exception=True)
+            data = serializer.validated_data
+            result = services.document_upload(
+                tenant=tenant,
+                doc_id=data["doc_id"],
+                data=data["text"].encode(),
+                filename=data["doc_id"],
+                content_type=data["content_type"],
+                title=data["title"],
+            )
+        document = selectors.document_with_chunk_count(tenant=tenant, document_id=result.document.pk)
+        body = {"outcome": result.outcome, "chunks_written": result.chunks, "document": document}
+        code = status.HTTP_201_CREATED if result.outcome == "new" else status.HTTP_200_OK
+        return Response(self.OutputSerializer(body).data, status=code)
+
+
+class DocumentDetailApi(APIView):
+    @extend_schema(responses=DocumentDetailOutputSerializer, operation_id="kb_documents_get")
+    def get(self, request, document_id: int):
+        tenant = request_tenant(request)
+        document = selectors.document_with_chunk_count(tenant=tenant, document_id=document_id)
+        chunks = selectors.document_chunks(tenant=tenant, document=document).defer("embedding")
+        return Response(DocumentDetailOutputSerializer(document, context={"chunks": chunks}).data)
+
+    @extend_schema(responses={204: None}, operation_id="kb_documents_delete")
+    def delete(self, request, document_id: int):
+        services.document_delete_by_id(tenant=request_tenant(request), document_id=document_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class SearchApi(APIView):
+    class InputSerializer(serializers.Serializer):
+        query = serializers.CharField(max_length=4000)
+        limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
+        doc_ids = serializers.ListField(child=DocIdField(), required=False, min_length=1, max_length=1000)
+        path_prefix = serializers.CharField(required=False, max_length=500, default="")
+
+    class HitSerializer(serializers.Serializer):
+        document_id = serializers.IntegerField()
+        doc_id = serializers.CharField()
+        heading_path = serializers.CharField()
+        line_start = serializers.IntegerField()
+        line_end = serializers.IntegerField()
+        text = serializers.CharField()
+        citation = serializers.CharField()
+        score = serializers.FloatField()
+        scores = serializers.SerializerMethodField()
+
+        def get_scores(self, hit) -> dict:
+            return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
+
+    class OutputSerializer(serializers.Serializer):
+        results = serializers.SerializerMethodField()
+
+        def get_results(self, output) -> list[dict]:
+            return SearchApi.HitSerializer(output["results"], many=True).data
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="kb_search")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        hits = selectors.kb_search(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer({"results": hits}).data)
+
+
+def _refuse_oversized_body(request) -> None:
+    """Refuse a body that cannot hold an acceptable document before it is parsed (or spooled to disk)."""
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return
+    limit = settings.KB_MAX_UPLOAD_BYTES
+    if request.content_type.startswith("multipart/form-data"):
+        allowed = limit + MULTIPART_OVERHEAD_BYTES
+    else:
+        allowed = limit * JSON_ESCAPING_ALLOWANCE + MULTIPART_OVERHEAD_BYTES
+    if length > allowed:
+        raise ApplicationError(
+            f"The request body is {length:,} bytes; documents are limited to {limit:,} bytes.",
+            code="payload_too_large",
+            status_code=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+            details={"size_bytes": length, "max_bytes": limit},
+        )

@@ -1,0 +1,139 @@
+"""context_build: what an agent calls before every LLM turn — the few facts and passages that matter now,
+as prompt-ready text with citations, within a token budget."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.conf import settings
+
+from facts.models import Fact
+from facts.selectors import ScoredFact, facts_search
+from facts.services import facts_record_usage
+from memoryproject.ai.services import embed_query
+from memoryproject.tenancy.models import Tenant
+from memoryproject.text import estimate_tokens
+
+COLD_START_FACTS = 3
+COLD_START_HINT = (
+    "You know little about this user yet. Learn their preferences, goals and constraints naturally as you talk, "
+    "and save what will matter next time."
+)
+FACTS_HEADING = "## What you know about this user"
+DOCUMENTS_HEADING = "## Relevant documents"
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A passage from the tenant's knowledge base, with where it comes from."""
+
+    document_id: int
+    doc_id: str
+    heading_path: str
+    line_start: int
+    line_end: int
+    text: str
+    score: float
+    vector: float = 0.0
+    keyword: float = 0.0
+
+    @property
+    def citation(self) -> str:
+        section = f" §{self.heading_path}" if self.heading_path else ""
+        return f"doc:{self.doc_id}{section}, lines {self.line_start}-{self.line_end}"
+
+
+# Searches that supply documents: (tenant, query, vector, limit) -> list[DocumentHit]. The knowledge base
+# registers itself at start-up, so callers of context_build never change when sources are added.
+DocumentSource = Callable[..., list[DocumentHit]]
+document_sources: list[DocumentSource] = []
+
+
+def register_document_source(source: DocumentSource) -> None:
+    if source not in document_sources:
+        document_sources.append(source)
+
+
+@dataclass(frozen=True)
+class Context:
+    text: str
+    facts: list[ScoredFact] = field(default_factory=list)  # the facts that made it into `text`
+    documents: list[DocumentHit] = field(default_factory=list)  # the passages that made it into `text`
+    token_count: int = 0
+    cold_start: bool = False
+
+
+def fact_citation(fact: Fact) -> str:
+    when = fact.occurred_at or fact.valid_from
+    return f"fact:{fact.pk}, {when:%Y-%m-%d}" if when else f"fact:{fact.pk}"
+
+
+def context_build(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    query: str,
+    max_tokens: int | None = None,
+    include_documents: bool = True,
+    fact_limit: int = 10,
+    document_limit: int = 5,
+    categories: list[str] | None = None,
+    agent_id: str | None = None,
+) -> Context:
+    """Search facts (and documents) with one query embedding, pack the best into `max_tokens`, and count a use
+    for every fact that was injected — and only those."""
+    max_tokens = max_tokens or settings.CONTEXT_MAX_TOKENS
+    vector = embed_query(query)
+    facts = facts_search(
+        tenant=tenant,
+        user_id=user_id,
+        query=query,
+        limit=fact_limit,
+        vector=vector,
+        categories=categories,
+        agent_id=agent_id,
+    )
+    documents = []
+    if include_documents:
+        for source in document_sources:
+            documents += source(tenant=tenant, query=query, vector=vector, limit=document_limit)
+        documents.sort(key=lambda hit: -hit.score)
+    cold_start = (
+        Fact.objects.filter(tenant=tenant, user_id=user_id, status=Fact.Status.ACTIVE, valid_to__isnull=True)[
+            :COLD_START_FACTS
+        ].count()
+        < COLD_START_FACTS
+    )
+
+    budget = _Budget(max_tokens)
+    lines: list[str] = []
+    injected_facts = [hit for hit in facts if budget.take(f"- {hit.fact.content} [{fact_citation(hit.fact)}]")]
+    if injected_facts or cold_start:
+        lines.append(FACTS_HEADING)
+        lines += [f"- {hit.fact.content} [{fact_citation(hit.fact)}]" for hit in injected_facts]
+        if cold_start and budget.take(COLD_START_HINT):
+            lines.append(COLD_START_HINT)
+    injected_documents = [hit for hit in documents[:document_limit] if budget.take(_document_line(hit))]
+    if injected_documents:
+        lines += ["", DOCUMENTS_HEADING, *[_document_line(hit) for hit in injected_documents]]
+
+    facts_record_usage(tenant=tenant, fact_ids=[hit.fact.pk for hit in injected_facts])
+    text = "\n".join(lines)
+    return Context(text, injected_facts, injected_documents, estimate_tokens(text), cold_start)
+
+
+def _document_line(hit: DocumentHit) -> str:
+    return f"- [{hit.citation}]\n{hit.text.strip()}"
+
+
+class _Budget:
+    """Hands out tokens in rank order; the section headings' cost is reserved up front."""
+
+    def __init__(self, max_tokens: int):
+        self.left = max_tokens - estimate_tokens(FACTS_HEADING) - estimate_tokens(DOCUMENTS_HEADING) - 2
+
+    def take(self, line: str) -> bool:
+        cost = estimate_tokens(line) + 1  # +1 for the line break
+        if cost > self.left:
+            return False
+        self.left -= cost
+        return True

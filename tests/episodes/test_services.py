@@ -1,0 +1,237 @@
+"""Episode services: message identity, the background run's guarantees (idempotent, all or nothing, bounded
+retries), retry rules and the extractive summary."""
+
+import json
+import threading
+from contextlib import contextmanager
+
+import pytest
+from django.db import connection
+
+import facts.services
+from episodes import services
+from episodes.models import Episode
+from episodes.services import episode_extract, episode_retry, episode_store, new_messages, summary_extractive
+from facts.models import Fact
+from memoryproject.exceptions import ApplicationError
+from tests.episodes.factories import TURN_1, TURN_2
+
+pytestmark = pytest.mark.django_db
+
+
+def msg(role: str, content: str, timestamp: str | None = None) -> dict:
+    return {"role": role, "content": content, "timestamp": timestamp}
+
+
+A, B, C, D = msg("user", "a"), msg("assistant", "b"), msg("user", "c"), msg("assistant", "d")
+S1, S2 = msg("system", "You are helpful. Today is Monday."), msg("system", "You are helpful. Today is Tuesday.")
+
+
+class TestNewMessages:
+    @pytest.mark.parametrize(
+        ("stored", "posted", "new"),
+        [
+            pytest.param([], [A, B], [A, B], id="a new session"),
+            pytest.param([A, B], [A, B, C, D], [C, D], id="the session so far"),
+            pytest.param([A, B], [C, D], [C, D], id="only the new turns"),
+            pytest.param([A, B, C], [C, D], [D], id="new turns overlapping the stored end"),
+            pytest.param([A, B, C, D], [A, B], [], id="an earlier snapshot"),
+            pytest.param([A, B, C, D], [C, D], [], id="a retried last post"),
+            pytest.param([A, B], [A, B], [], id="the same again"),
+            pytest.param([A, B], [B, A], [A], id="the stored end, then a repeat"),
+        ],
+    )
+    def test_identity_rule(self, stored, posted, new):
+        assert new_messages(stored, posted) == new
+
+    @pytest.mark.parametrize(
+        ("stored", "posted", "new"),
+        [
+            pytest.param([S1, A, B], [S2, A, B, C, D], [C, D], id="a rewritten system prompt"),
+            pytest.param([S1, A, B], [S2, A, B], [], id="the same session with a rewritten system prompt"),
+            pytest.param([A, B], [A, B, S2, C], [S2, C], id="a system message among the new turns"),
+            pytest.param([S1, A, B], [S1], [], id="a stored system message alone"),
+            pytest.param([S1, A, B], [S2], [S2], id="a new system message alone"),
+        ],
+    )
+    def test_system_messages_take_no_part_in_matching(self, stored, posted, new):
+        assert new_messages(stored, posted) == new
+
+    def test_timestamps_tell_repeated_words_apart_only_when_both_messages_carry_one(self):
+        ok_1, ok_2 = msg("user", "ok", "2024-01-01T10:00:00Z"), msg("user", "ok", "2024-01-01T10:05:00Z")
+
+        assert new_messages([A, ok_1], [ok_2]) == [ok_2]
+        assert new_messages([A, ok_1], [msg("user", "ok")]) == []
+        assert new_messages([A, msg("user", "ok")], [ok_2]) == []
+
+
+def store(tenant, messages, **fields):
+    return episode_store(tenant=tenant, user_id="u1", session_id="s1", messages=messages, **fields)
+
+
+def test_storing_validates_like_the_api_for_other_callers(tenant):
+    with pytest.raises(Exception, match=r"messages\[1\]\.role"):
+        store(tenant, [TURN_1[0], {"role": "robot", "content": "beep"}])
+    assert not Episode.objects.exists()
+
+
+def test_the_status_moves_from_pending_to_running_to_done(tenant, monkeypatch):
+    episode = store(tenant, TURN_1).episode
+    real_extract = services.facts_extract
+    seen = []
+
+    def spy(**kwargs):
+        seen.append(Episode.objects.get(pk=episode.pk).extraction_status)
+        return real_extract(**kwargs)
+
+    monkeypatch.setattr(services, "facts_extract", spy)
+
+    assert episode.extraction_status == "pending"
+    assert episode_extract(episode_id=episode.pk) == "done"
+    assert seen == ["running"]
+    assert Episode.objects.get(pk=episode.pk).extraction_status == "done"
+
+
+def test_a_run_that_dies_mid_way_writes_no_fact_and_the_rerun_extracts_each_fact_once(tenant, monkeypatch):
+    episode = store(tenant, TURN_1).episode  # tasks queued after commit never run here: the test calls them
+    real_remember = facts.services.fact_remember
+    calls = []
+
+    def dies_on_the_second_fact(**kwargs):
+        calls.append(kwargs["content"])
+        if len(calls) == 2:
+            raise MemoryError("worker killed")  # the first fact is already written in this transaction
+        return real_remember(**kwargs)
+
+    monkeypatch.setattr(facts.services, "fact_remember", dies_on_the_second_fact)
+    with pytest.raises(MemoryError):
+        episode_extract(episode_id=episode.pk)
+
+    assert not Fact.objects.exists()
+    episode.refresh_from_db()
+    assert (episode.extraction_status, episode.extracted_message_count) == ("failed", 0)
+    assert "worker killed" in episode.extraction_error
+
+    monkeypatch.setattr(facts.services, "fact_remember", real_remember)
+    assert episode_extract(episode_id=episode.pk) == "done"
+    assert episode_extract(episode_id=episode.pk) == "up to date"  # a duplicate delivery does nothing
+    assert sorted(Fact.objects.values_list("content", flat=True)) == [
+        "Lives in Berlin",
+        "Prefers PostgreSQL for new projects",
+    ]
+
+
+def test_a_run_that_dies_after_writing_its_facts_but_before_moving_the_watermark_writes_nothing(tenant, monkeypatch):
+    episode = store(tenant, TURN_1).episode
+    real_extract = services.facts_extract
+
+    def dies_right_after(**kwargs):
+        real_extract(**kwargs)
+        raise MemoryError("worker killed")
+
+    monkeypatch.setattr(services, "facts_extract", dies_right_after)
+    with pytest.raises(MemoryError):
+        episode_extract(episode_id=episode.pk)
+
+    assert not Fact.objects.exists()  # else the re-run would extract these messages a second time
+    monkeypatch.setattr(services, "facts_extract", real_extract)
+    assert episode_extract(episode_id=episode.pk) == "done"
+    assert Fact.objects.count() == 2
+
+
+@pytest.mark.usefixtures("openai_settings")
+def test_failures_are_retried_a_bounded_number_of_times(tenant, fake_openai, settings):
+    settings.EPISODES_EXTRACTION_MAX_ATTEMPTS = 2
+    episode = store(tenant, TURN_1).episode
+    fake_openai.reply_next(*["not json"] * 6)
+
+    with pytest.raises(Exception, match="invalid JSON twice"):  # raised: django-q delivers the task again
+        episode_extract(episode_id=episode.pk)
+    assert episode_extract(episode_id=episode.pk) == "failed"  # the last attempt: kept, not raised
+    asked = len(fake_openai.requests_to("/v1/chat/completions"))
+    assert episode_extract(episode_id=episode.pk) == "up to date"  # no attempts left: the model is not asked
+
+    assert len(fake_openai.requests_to("/v1/chat/completions")) == asked == 4
+    episode.refresh_from_db()
+    assert (episode.extraction_status, episode.extraction_attempts) == ("failed", 2)
+
+    fake_openai.chat_replies.clear()
+    fake_openai.reply_next(json.dumps({"facts": []}), json.dumps({"summary": "Berlin and PostgreSQL."}))
+    episode_retry(tenant=tenant, episode_id=episode.pk)
+    assert episode_extract(episode_id=episode.pk) == "done"
+
+
+def test_messages_arriving_during_a_run_wait_for_their_own_run(tenant, monkeypatch):
+    episode = store(tenant, TURN_1).episode
+    real_extract = services.facts_extract
+
+    def a_post_arrives_meanwhile(**kwargs):
+        store(tenant, TURN_2)
+        return real_extract(**kwargs)
+
+    monkeypatch.setattr(services, "facts_extract", a_post_arrives_meanwhile)
+    assert episode_extract(episode_id=episode.pk) == "pending"
+
+    episode.refresh_from_db()
+    assert (episode.message_count, episode.extracted_message_count, episode.summarized_message_count) == (4, 2, 2)
+    monkeypatch.setattr(services, "facts_extract", real_extract)
+    assert episode_extract(episode_id=episode.pk) == "done"
+    episode.refresh_from_db()
+    assert (episode.extracted_message_count, episode.summarized_message_count) == (4, 4)
+    assert Fact.objects.filter(source_episode=episode).count() == 3
+
+
+def test_retry_is_refused_while_a_run_is_alive_and_allowed_once_it_died(tenant, other_tenant_and_key):
+    episode = store(tenant, TURN_1).episode
+    Episode.objects.filter(pk=episode.pk).update(extraction_status="running")
+
+    with run_held_elsewhere(episode.pk), pytest.raises(ApplicationError) as refused:
+        episode_retry(tenant=tenant, episode_id=episode.pk)
+    assert refused.value.status_code == 409
+
+    # The run's process died, and its lock went with its connection: the episode can be queued again.
+    assert episode_retry(tenant=tenant, episode_id=episode.pk).extraction_status == "pending"
+    with pytest.raises(ApplicationError) as missing:
+        episode_retry(tenant=other_tenant_and_key[0], episode_id=episode.pk)
+    assert missing.value.status_code == 404
+
+
+@contextmanager
+def run_held_elsewhere(episode_id: int):
+    """A worker running this episode: its run lock held by another database session until the block ends."""
+    held, release = threading.Event(), threading.Event()
+
+    def worker():
+        try:
+            with services._run_lock(episode_id):
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert held.wait(10)
+    try:
+        yield
+    finally:
+        release.set()
+        thread.join(10)
+
+
+def test_the_extractive_summary_opens_with_the_user_and_stays_within_bounds():
+    messages = [
+        msg("user", "Hey! How are you?"),
+        msg("assistant", "Great, thanks."),
+        msg("user", "I am planning a trip to Lisbon in October with my sister Ana. We want to see Sintra too."),
+        msg("assistant", "Lisbon in October is lovely; Sintra is an easy day trip from Lisbon by train."),
+        msg("user", "Cool."),
+    ]
+
+    text = summary_extractive(messages, max_chars=120)
+
+    assert text.startswith("I am planning a trip to Lisbon in October")
+    assert len(text) <= 120
+    assert "Hey" not in text
+    assert "Cool" not in text
+    assert summary_extractive([msg("system", "You are helpful.")]) == ""

@@ -1,0 +1,170 @@
+"""Hybrid fact search: keyword and vector channels, filters, time travel, diversity, decay, isolation."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from facts.models import Fact
+from facts.selectors import facts_search
+from facts.services import fact_reject, fact_remember, facts_import
+
+pytestmark = pytest.mark.django_db
+
+DISTRACTORS = [
+    "Deploys the billing service with Kubernetes",
+    "Keeps API keys in the team vault",
+    "Rotates credentials every quarter",
+    "Prefers short code reviews",
+    "Works from Lisbon most of the year",
+]
+
+
+def store(tenant, contents, user_id="u1", **fields):
+    return facts_import(
+        tenant=tenant, facts=[{"user_id": user_id, "content": c, **fields} for c in contents], actor="test"
+    )
+
+
+def search(tenant, query, user_id="u1", **kwargs):
+    return [hit.fact.content for hit in facts_search(tenant=tenant, user_id=user_id, query=query, **kwargs)]
+
+
+def test_an_exact_code_is_found_by_the_keyword_channel(tenant):
+    store(tenant, [*DISTRACTORS, "The staging deploy key is ZX-4471-QP"])
+
+    [best, *_] = facts_search(tenant=tenant, user_id="u1", query="ZX-4471-QP", limit=3)
+
+    assert best.fact.content == "The staging deploy key is ZX-4471-QP"
+    assert best.keyword == 1.0
+    assert best.score > 0
+
+
+def test_every_hit_explains_its_score(tenant):
+    store(tenant, DISTRACTORS)
+
+    hits = facts_search(tenant=tenant, user_id="u1", query="vault credentials", limit=5)
+
+    assert hits
+    for hit in hits:
+        assert 0 <= hit.keyword <= 1
+        assert -1 <= hit.vector <= 1
+        assert hit.decay == 1.0
+        assert hit.score == pytest.approx((0.7 * hit.vector + 0.3 * hit.keyword) * hit.fact.confidence, abs=1e-4)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_a_chinese_query_finds_a_chinese_fact(tenant):
+    store(tenant, ["我喜欢喝绿茶", "我们的项目用 PostgreSQL", "我住在柏林", "周末喜欢爬山"])
+
+    assert search(tenant, "用户住在哪个城市？", limit=1) == ["我住在柏林"]
+    assert search(tenant, "项目用的数据库", limit=1) == ["我们的项目用 PostgreSQL"]
+
+
+def test_dates_are_searchable_as_words(tenant):
+    store(tenant, ["Went to the support group"], occurred_at=datetime(2023, 5, 7, tzinfo=UTC))
+    store(tenant, ["Went to the climbing gym"], occurred_at=datetime(2023, 8, 1, tzinfo=UTC))
+
+    [hit] = facts_search(tenant=tenant, user_id="u1", query="what happened in May 2023", limit=1)
+
+    assert hit.fact.content == "Went to the support group"
+
+
+def test_superseded_and_rejected_facts_are_left_out_but_as_of_brings_the_old_one_back(tenant):
+    old = fact_remember(tenant=tenant, user_id="u1", content="Lives in Berlin").fact
+    fact_remember(tenant=tenant, user_id="u1", content="Lives in Paris")
+    rejected = fact_remember(tenant=tenant, user_id="u1", content="Dreams of living in a castle").fact
+    fact_reject(tenant=tenant, fact_id=rejected.pk, actor="staff:1")
+    old.refresh_from_db()
+
+    assert search(tenant, "where does the user live") == ["Lives in Paris"]
+    during = old.valid_from + (old.valid_to - old.valid_from) / 2
+    assert search(tenant, "where does the user live", as_of=during) == ["Lives in Berlin"]
+
+
+def test_pending_facts_only_when_asked(tenant):
+    fact_remember(tenant=tenant, user_id="u1", content="Might move to Oslo", confidence=0.3)
+
+    assert search(tenant, "Oslo") == []
+    assert search(tenant, "Oslo", include_pending=True) == ["Might move to Oslo"]
+
+
+def test_filters_by_category_agent_and_time(tenant):
+    store(tenant, ["Prefers tea over coffee"], category="preference", agent_id="cook")
+    store(
+        tenant, ["Decided to drink tea in meetings"], category="decision", occurred_at=datetime(2024, 1, 1, tzinfo=UTC)
+    )
+
+    assert search(tenant, "tea", categories=["decision"]) == ["Decided to drink tea in meetings"]
+    assert search(tenant, "tea", agent_id="cook") == ["Prefers tea over coffee"]
+    assert search(
+        tenant,
+        "tea",
+        occurred_after=datetime(2023, 12, 1, tzinfo=UTC),
+        occurred_before=datetime(2024, 2, 1, tzinfo=UTC),
+    ) == ["Decided to drink tea in meetings"]
+
+
+def test_mmr_keeps_a_near_duplicate_out_of_the_top_three(tenant):
+    store(
+        tenant,
+        [
+            "Prefers dark mode in the VS Code editor",
+            "Prefers dark mode in the VS Code editor always",
+            "Turns on dark mode in the editor at night",
+            "Uses dark mode on the phone and in the editor",
+            "Likes dark chocolate after lunch",
+        ],
+    )
+
+    plain = search(tenant, "dark mode in VS Code", limit=3, mmr_lambda=1.0)
+    diverse = search(tenant, "dark mode in VS Code", limit=3, mmr_lambda=0.3)
+
+    twins = {"Prefers dark mode in the VS Code editor", "Prefers dark mode in the VS Code editor always"}
+    assert twins <= set(plain)
+    assert len(twins & set(diverse)) == 1
+
+
+def test_decay_ranks_an_old_fact_below_a_fresh_equal_one_but_spares_pinned_facts(tenant):
+    now = datetime(2025, 1, 1, tzinfo=UTC)
+    store(tenant, ["Drinks oolong tea every morning"], occurred_at=now - timedelta(days=365))
+    store(tenant, ["Drinks oolong tea every morning!"], occurred_at=now - timedelta(days=1))
+
+    fresh_first = facts_search(tenant=tenant, user_id="u1", query="oolong tea", half_life_days=30, now=now)
+    assert fresh_first[0].fact.content.endswith("!")
+    assert fresh_first[1].decay < 0.01
+
+    Fact.objects.filter(content="Drinks oolong tea every morning").update(pinned=True)
+    pinned_first = facts_search(tenant=tenant, user_id="u1", query="oolong tea", half_life_days=30, now=now)
+    assert pinned_first[0].fact.pinned
+    assert pinned_first[0].decay == 1.0
+
+
+def test_searching_never_counts_usage(tenant):
+    store(tenant, DISTRACTORS)
+
+    search(tenant, "vault")
+
+    assert set(Fact.objects.values_list("usage_count", flat=True)) == {0}
+
+
+def test_users_and_tenants_are_isolated(tenant, other_tenant_and_key):
+    store(tenant, ["Secret project Falcon uses Rust"], user_id="u2")
+    facts_import(
+        tenant=other_tenant_and_key[0], facts=[{"user_id": "u1", "content": "Secret project Falcon"}], actor="t"
+    )
+
+    assert search(tenant, "project Falcon") == []
+
+
+def test_an_empty_store_or_query_finds_nothing(tenant):
+    assert search(tenant, "anything") == []
+    store(tenant, DISTRACTORS)
+    assert search(tenant, "   ") == []
+
+
+@pytest.mark.slow
+def test_a_paraphrase_with_no_shared_words_is_found_by_meaning(settings, tenant):
+    settings.EMBEDDING_PROVIDER = "local"
+    store(tenant, [*DISTRACTORS, "Has a golden retriever called Biscuit"])
+
+    assert search(tenant, "What kind of pet do they own?", limit=1) == ["Has a golden retriever called Biscuit"]

@@ -1,0 +1,207 @@
+"""kb_search: tenant-wide hybrid search over chunks, with citations and a score breakdown."""
+
+import importlib
+
+import pytest
+from django.apps import apps
+from django.conf import settings
+from django.db import connection, transaction
+
+from kb.models import KBChunk
+from kb.selectors import document_by_doc_id, document_chunks, kb_search
+from kb.services import document_index
+from memoryproject.context import DocumentHit
+from memoryproject.text import query_terms
+from tests.factories import make_tenant
+
+pytestmark = pytest.mark.django_db
+
+BILLING = """\
+# Billing handbook
+
+How invoices are produced every month.
+
+## Refunds
+
+Customers who cancel within 30 days have their payment returned in full.
+The reimbursement reaches the original card within five business days.
+
+## Error codes
+
+A declined card shows ERR_QUOTA_4711 on the invoice page.
+"""
+OPERATIONS = """\
+# Operations runbook
+
+## Deploys
+
+Deploys go out on Tuesdays through the Kubernetes pipeline.
+
+## Backups
+
+PostgreSQL is backed up nightly with point-in-time recovery.
+"""
+ONBOARDING = """\
+# Onboarding
+
+## First week
+
+New engineers pair with a buddy and ship a small change on day one.
+"""
+
+
+@pytest.fixture
+def other_tenant(db):
+    return make_tenant("globex")[0]
+
+
+def index(tenant, doc_id, text, title=""):
+    return document_index(tenant=tenant, doc_id=doc_id, text=text, content_type="markdown", title=title)
+
+
+@pytest.fixture
+def corpus(tenant):
+    index(tenant, "guides/billing.md", BILLING, title="Billing handbook")
+    index(tenant, "guides/operations.md", OPERATIONS)
+    index(tenant, "people/onboarding.md", ONBOARDING)
+
+
+def test_an_exact_term_finds_its_passage_with_citation_and_score_breakdown(tenant, corpus):
+    hits = kb_search(tenant=tenant, query="ERR_QUOTA_4711", limit=3)
+
+    top = hits[0]
+    assert (top.doc_id, top.heading_path, top.line_start, top.line_end) == (
+        "guides/billing.md",
+        "Billing handbook > Error codes",
+        10,
+        12,
+    )
+    assert "declined card" in top.text
+    assert top.citation == "doc:guides/billing.md §Billing handbook > Error codes, lines 10-12"
+    assert top.keyword == 1.0  # the best keyword hit of this query
+    weight = settings.FACTS_SEARCH_VECTOR_WEIGHT
+    assert top.score == pytest.approx(weight * top.vector + (1 - weight) * top.keyword, abs=1e-5)
+    assert all(hit.keyword < 1.0 for hit in hits[1:])
+
+
+def test_results_are_ranked_by_the_fused_score_and_cut_at_the_limit(tenant, corpus):
+    hits = kb_search(tenant=tenant, query="Kubernetes deploys on Tuesdays", limit=2)
+
+    assert len(hits) == 2
+    assert hits[0].heading_path == "Operations runbook > Deploys"
+    assert hits[0].score >= hits[1].score
+
+
+def test_the_document_title_and_headings_are_searchable_keywords(tenant, corpus):
+    # "handbook" is only in the title and heading; "reimbursement" is in the text.
+    hits = kb_search(tenant=tenant, query="handbook reimbursement", limit=5)
+
+    by_heading = {hit.heading_path: hit for hit in hits}
+    assert by_heading["Billing handbook > Refunds"].keyword == 1.0  # both terms
+    assert by_heading["Billing handbook > Error codes"].keyword > 0  # the title term alone
+    assert (
+        by_heading.get("Operations runbook > Deploys") is None
+        or by_heading["Operations runbook > Deploys"].keyword == 0
+    )
+
+
+def test_a_new_title_reaches_the_keyword_text_of_unchanged_chunks(tenant, corpus):
+    assert not any(hit.keyword for hit in kb_search(tenant=tenant, query="playbook", limit=5))
+
+    result = index(tenant, "guides/operations.md", OPERATIONS, title="Operations playbook")
+
+    assert (result.outcome, result.chunks) == ("unchanged", 0)
+    hits = [hit for hit in kb_search(tenant=tenant, query="playbook", limit=5) if hit.keyword > 0]
+    assert {hit.doc_id for hit in hits} == {"guides/operations.md"}
+
+
+def test_doc_ids_and_path_prefix_narrow_the_search(tenant, corpus):
+    only_people = kb_search(tenant=tenant, query="Kubernetes deploys", limit=5, path_prefix="people/")
+    only_ops = kb_search(tenant=tenant, query="buddy", limit=5, doc_ids=["guides/operations.md"])
+
+    assert {hit.doc_id for hit in only_people} == {"people/onboarding.md"}
+    assert {hit.doc_id for hit in only_ops} == {"guides/operations.md"}
+    assert kb_search(tenant=tenant, query="buddy", limit=5, doc_ids=["no/such.md"]) == []
+    assert kb_search(tenant=tenant, query="buddy", limit=5, doc_ids=[]) == []
+
+
+def test_another_tenants_documents_are_never_found(tenant, corpus, other_tenant):
+    index(other_tenant, "secret.md", "# Secret\n\n## Plans\n\nGlobex migrates to ERR_QUOTA_4711 Oracle.\n")
+
+    hits = kb_search(tenant=tenant, query="Globex Oracle ERR_QUOTA_4711", limit=50)
+    named = kb_search(tenant=tenant, query="Globex Oracle", limit=50, doc_ids=["secret.md"])
+    theirs = kb_search(tenant=other_tenant, query="ERR_QUOTA_4711 invoice", limit=50)
+
+    assert hits
+    assert all(hit.doc_id != "secret.md" and "Oracle" not in hit.text for hit in hits)
+    assert named == []
+    assert {hit.doc_id for hit in theirs} == {"secret.md"}
+
+
+def test_chunks_embedded_by_another_model_are_not_searched(tenant, corpus):
+    KBChunk.objects.filter(tenant=tenant, document__doc_id="guides/billing.md").update(embedding_model="old-model")
+
+    hits = kb_search(tenant=tenant, query="ERR_QUOTA_4711", limit=10)
+
+    assert hits
+    assert all(hit.doc_id != "guides/billing.md" for hit in hits)
+
+
+def test_a_query_of_stop_words_still_searches_by_vector(tenant, corpus):
+    assert query_terms("what is it") == []
+
+    hits = kb_search(tenant=tenant, query="what is it", limit=3)
+
+    assert len(hits) == 3
+    assert all(hit.keyword == 0 for hit in hits)
+
+
+def test_an_empty_query_or_limit_returns_nothing(tenant, corpus):
+    assert kb_search(tenant=tenant, query="  ", limit=5) == []
+    assert kb_search(tenant=tenant, query="deploys", limit=0) == []
+
+
+def test_the_search_settings_do_not_leak_into_the_callers_transaction(tenant, corpus):
+    with transaction.atomic(), connection.cursor() as cursor:
+        hits = kb_search(tenant=tenant, query="backups", limit=2)
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+        after = cursor.fetchone()
+
+    assert hits
+    assert after == ("off", "40")  # pgvector's defaults
+
+
+def test_hits_are_document_hits_that_context_build_can_cite(tenant, corpus):
+    hit = kb_search(tenant=tenant, query="backups", limit=1)[0]
+
+    assert isinstance(hit, DocumentHit)
+    document = document_by_doc_id(tenant=tenant, doc_id="guides/operations.md")
+    assert hit.document_id == document.pk
+
+
+def test_the_data_migration_fills_the_keyword_text_of_older_chunks(tenant, corpus):
+    KBChunk.objects.filter(tenant=tenant).update(search_text="")
+    assert not any(hit.keyword for hit in kb_search(tenant=tenant, query="ERR_QUOTA_4711", limit=3))
+    migration = importlib.import_module("kb.migrations.0003_fill_search_text")
+
+    migration.fill(apps, schema_editor=None)
+
+    document = document_by_doc_id(tenant=tenant, doc_id="guides/billing.md")
+    first = document_chunks(tenant=tenant, document=document).first()
+    assert first.search_text.startswith("Billing handbook Billing handbook # Billing handbook")
+    assert kb_search(tenant=tenant, query="ERR_QUOTA_4711", limit=1)[0].keyword == 1.0
+
+
+@pytest.mark.slow
+def test_a_paraphrase_finds_the_passage_without_sharing_a_word(tenant, settings):
+    settings.EMBEDDING_PROVIDER = "local"
+    index(tenant, "guides/billing.md", BILLING, title="Billing handbook")
+    index(tenant, "guides/operations.md", OPERATIONS)
+    index(tenant, "people/onboarding.md", ONBOARDING)
+    query = "how do I get my money back after I stop my subscription"
+
+    hits = kb_search(tenant=tenant, query=query, limit=3)
+
+    assert hits[0].heading_path == "Billing handbook > Refunds"
+    assert hits[0].keyword == 0  # found by meaning alone
+    assert hits[0].vector > hits[1].vector
