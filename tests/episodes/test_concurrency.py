@@ -1,41 +1,16 @@
 """Concurrent posts on separate database connections (threads), committed for real; tasks run inline after each
 commit (test settings), so background runs of one episode race too."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from episodes.models import Episode
 from episodes.services import episode_store
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2
 from tests.factories import make_tenant
+from tests.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_together(count: int, work) -> list:
-    """Start `count` threads at the same instant; return their results (re-raising any error)."""
-    barrier = threading.Barrier(count)
-    results, errors = [None] * count, []
-
-    def worker(index: int):
-        try:
-            barrier.wait()
-            results[index] = work(index)
-        except Exception as exc:  # noqa: BLE001 - surfaced to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not errors, errors
-    return results
 
 
 def test_concurrent_first_posts_of_one_session_make_one_episode_without_duplicates():

@@ -1,38 +1,13 @@
 """Concurrent writers on separate database connections (threads), committed for real."""
 
-import threading
-
 import pytest
-from django.db import connection
 
 from facts.models import Fact
 from facts.services import fact_remember, facts_record_usage
 from tests.factories import make_tenant
+from tests.threads import run_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def run_together(count: int, work) -> list:
-    """Start `count` threads at the same instant; return their results (re-raising any error)."""
-    barrier = threading.Barrier(count)
-    results, errors = [None] * count, []
-
-    def worker(index: int):
-        try:
-            barrier.wait()
-            results[index] = work(index)
-        except Exception as exc:  # noqa: BLE001 - surfaced to the test below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=worker, args=(index,)) for index in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    assert not errors, errors
-    return results
 
 
 def test_two_concurrent_saves_of_the_same_fact_leave_one_fact():

@@ -1,0 +1,28 @@
+"""Run test work on several threads at once: each thread has its own database connection."""
+
+import threading
+
+from django.db import connection
+
+
+def run_together(count: int, work) -> list:
+    """Start `count` threads at the same instant; return their results (re-raising any error)."""
+    barrier = threading.Barrier(count)
+    results, errors = [None] * count, []
+
+    def worker(index: int):
+        try:
+            barrier.wait()
+            results[index] = work(index)
+        except Exception as exc:  # noqa: BLE001 - surfaced to the test below
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not errors, errors
+    return results
