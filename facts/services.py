@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from memoryproject.ai.chat import get_chat
 from memoryproject.ai.errors import AIProviderError
@@ -407,6 +408,7 @@ def facts_record_usage(*, tenant: Tenant, fact_ids: Iterable[int]) -> int:
 # --- bulk import --------------------------------------------------------------------------------
 
 
+IMPORT_STATUSES = [Fact.Status.ACTIVE, Fact.Status.PENDING]  # history (superseded, rejected) has no import path
 IMPORT_FIELDS = [
     "tenant",
     "user_id",
@@ -441,27 +443,11 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
     rows = []
     for index, item in enumerate(facts):
         try:
-            row = Fact(
-                tenant=tenant,
-                user_id=validate_user_id(item.get("user_id")),
-                content=clean_content(item.get("content")),
-                agent_id=item.get("agent_id") or "",
-                category=item.get("category", Fact.Category.OTHER),
-                confidence=item.get("confidence", 1.0),
-                status=item.get("status", Fact.Status.ACTIVE),
-                source=Fact.Source.IMPORT,
-                pinned=item.get("pinned", False),
-                occurred_at=item.get("occurred_at"),
-                valid_from=item.get("valid_from") or item.get("occurred_at") or now,
-                metadata=item.get("metadata") or {},
-                embedding_model=model_name,
-                created_at=now,
-                updated_at=now,
-            )
-            row.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
+            rows.append(_import_fact(item, tenant=tenant, model_name=model_name, now=now))
         except ValidationError as exc:
-            raise ValidationError({f"facts[{index}]": exc.messages}) from None
-        rows.append(row)
+            raise ValidationError(
+                {f"facts[{index}].{name}": messages for name, messages in exc.message_dict.items()}
+            ) from None
     for row, vector in zip(rows, embed_texts([row.embedding_text() for row in rows]), strict=True):
         row.embedding = vector
         row.refresh_search_text()  # bulk_create skips save()
@@ -484,6 +470,62 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
             FactEvent, events, ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"]
         )
     return rows
+
+
+def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) -> Fact:
+    """One import item as an unsaved Fact. Checks what full_clean would (choices, range, types, lengths) at a
+    tenth of its cost, which is most of an import's time."""
+    if not isinstance(item, dict):
+        raise ValidationError({"non_field_errors": "Must be an object."})
+    confidence = item.get("confidence", 1.0)
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
+        raise ValidationError({"confidence": "Must be a number from 0 to 1."})
+    category = item.get("category", Fact.Category.OTHER)
+    if category not in Fact.Category.values:
+        raise ValidationError({"category": f"Must be one of: {', '.join(Fact.Category.values)}."})
+    status = item.get("status", Fact.Status.ACTIVE)
+    if status not in IMPORT_STATUSES:
+        raise ValidationError({"status": f"Must be one of: {', '.join(IMPORT_STATUSES)}."})
+    pinned = item.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise ValidationError({"pinned": "Must be true or false."})
+    metadata = item.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise ValidationError({"metadata": "Must be an object."})
+    agent_id = item.get("agent_id") or ""
+    if not isinstance(agent_id, str) or len(agent_id) > 255:
+        raise ValidationError({"agent_id": "Must be text of at most 255 characters."})
+    occurred_at = _import_datetime(item, "occurred_at")
+    return Fact(
+        tenant=tenant,
+        user_id=validate_user_id(item.get("user_id")),
+        content=clean_content(item.get("content")),
+        agent_id=agent_id,
+        category=category,
+        confidence=float(confidence),
+        status=status,
+        source=Fact.Source.IMPORT,
+        pinned=pinned,
+        occurred_at=occurred_at,
+        valid_from=_import_datetime(item, "valid_from") or occurred_at or now,
+        metadata=metadata,
+        embedding_model=model_name,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _import_datetime(item: dict, name: str) -> datetime | None:
+    value = item.get(name)
+    if isinstance(value, str):
+        value = parse_datetime(value)
+        if value is None:
+            raise ValidationError({name: "Must be an ISO 8601 date and time."})
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ValidationError({name: "Must be an ISO 8601 date and time."})
+    return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
 # --- extraction ---------------------------------------------------------------------------------

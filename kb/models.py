@@ -11,7 +11,8 @@ from memoryproject.text import search_text
 class Document(models.Model):
     """A tenant's reference document (runbook, API reference, wiki page, code), shared by all its users."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents", db_index=False)
     doc_id = models.CharField(max_length=500)  # the caller's id; by default the path below the indexed root
     title = models.CharField(max_length=500, blank=True)
     source_path = models.CharField(max_length=1000, blank=True)
@@ -33,7 +34,8 @@ class Document(models.Model):
 class KBChunk(models.Model):
     """A slice of a document that retrieval can return and cite (heading path and line range)."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="kb_chunks")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="kb_chunks", db_index=False)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
     ordinal = models.PositiveIntegerField()
     text = models.TextField()

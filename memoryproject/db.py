@@ -1,11 +1,12 @@
 """Database helpers for bulk paths."""
 
 import functools
+import struct
 from collections.abc import Sequence
 
 import numpy as np
 from django.db import connection
-from django.db.models import Model
+from django.db.models import Field, Model
 from pgvector.django import VectorField
 
 
@@ -20,9 +21,15 @@ def vector_literal(vector) -> str:
     return _vector_format(len(values)) % tuple(values)
 
 
+def vector_binary(vector) -> bytes:
+    """pgvector's binary wire form (dimensions, unused, big-endian float4s): ~40x cheaper than the text form."""
+    values = np.asarray(vector, dtype=">f4")
+    return struct.pack(">HH", len(values), 0) + values.tobytes()
+
+
 def copy_insert(model: type[Model], objs: Sequence[Model], fields: Sequence[str]) -> None:
-    """Insert `objs` with COPY (tens of thousands of rows per second, vs hundreds with INSERTs) and set their
-    primary keys, which are drawn from the table's sequence first. Run it inside a transaction."""
+    """Insert `objs` with a binary COPY (tens of thousands of rows per second, vs hundreds with INSERTs) and set
+    their primary keys, which are drawn from the table's sequence first. Run it inside a transaction."""
     if not objs:
         return
     meta = model._meta
@@ -36,32 +43,21 @@ def copy_insert(model: type[Model], objs: Sequence[Model], fields: Sequence[str]
             obj.pk = pk
         quote = connection.ops.quote_name
         columns = ", ".join(quote(column) for column in [meta.pk.column, *(f.column for f in model_fields)])
-        with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN") as copy:
+        # Vectors go as the bytes of pgvector's binary form; everything else psycopg dumps by column type.
+        to_wire = [vector_binary if isinstance(field, VectorField) else None for field in model_fields]
+        with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+            copy.set_types([_copy_type(field) for field in [meta.pk, *model_fields]])
             for obj in objs:
-                copy.write_row([obj.pk, *(_copy_value(field, getattr(obj, field.attname)) for field in model_fields)])
+                row = [obj.pk]
+                for field, convert in zip(model_fields, to_wire, strict=True):
+                    value = getattr(obj, field.attname)
+                    row.append(convert(value) if convert and value is not None else value)
+                copy.write_row(row)
 
 
-# Values of these types go to COPY as they are; Django's per-value preparation would only cost time.
-_PLAIN_TYPES = frozenset(
-    {
-        "CharField",
-        "TextField",
-        "FloatField",
-        "IntegerField",
-        "BigIntegerField",
-        "BooleanField",
-        "PositiveIntegerField",
-        "PositiveSmallIntegerField",
-        "ForeignKey",
-    }
-)
-
-
-def _copy_value(field, value):
-    if value is None:
-        return None
+def _copy_type(field: Field) -> str:
+    """The type psycopg dumps a column's values as. A binary COPY carries no type names: the server reads each
+    value with the column's own receive function, so a vector goes as the bytes of its binary form."""
     if isinstance(field, VectorField):
-        return vector_literal(value)
-    if field.get_internal_type() in _PLAIN_TYPES:
-        return value
-    return field.get_db_prep_save(value, connection)
+        return "bytea"
+    return field.db_type(connection).split("(")[0]  # varchar(255) -> varchar

@@ -107,37 +107,50 @@ class HashEmbedder:
         self.model_name = "hash-v1"
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        matrix = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        rows, slots, weights = [], [], []
         for row, text in enumerate(texts):
-            for feature, weight in self._features(text):
-                index, sign = _feature_slot(feature, self.dimensions)
-                matrix[row, index] += sign * weight
+            lowered = text.lower()
+            pieces = [*_HASH_WORD.findall(lowered), *(("cjk", run) for run in _HASH_CJK_RUN.findall(lowered))]
+            for piece in pieces:
+                piece_slots, piece_weights = _piece_features(piece, self.dimensions)
+                rows += [row] * len(piece_slots)
+                slots += piece_slots
+                weights += piece_weights
+        cells = np.asarray(rows, dtype=np.int64) * self.dimensions + np.asarray(slots, dtype=np.int64)
+        size = len(texts) * self.dimensions  # one bincount for the batch: per-element numpy indexing costs ~1 us
+        matrix = np.bincount(cells, weights=weights, minlength=size).reshape(len(texts), self.dimensions)
         matrix[~matrix.any(axis=1), 0] = 1.0  # empty text still gets a valid direction
         return normalise_rows(matrix)
 
-    @staticmethod
-    def _features(text: str):
-        lowered = text.lower()
-        for word in _HASH_WORD.findall(lowered):
-            yield "w:" + word, 1.0
-            stem = next((word[: -len(s)] for s in _SUFFIXES if word.endswith(s) and len(word) > len(s) + 2), None)
-            if stem:
-                yield "w:" + stem, 0.7
-            padded = f"#{word}#"
-            for start in range(len(padded) - 2):
-                yield "c:" + padded[start : start + 3], 0.25
-        for run in _HASH_CJK_RUN.findall(lowered):
-            for index, char in enumerate(run):
-                yield "k:" + char, 0.5
-                if index + 1 < len(run):
-                    yield "k:" + run[index : index + 2], 1.0
+
+@functools.lru_cache(maxsize=65536)
+def _piece_features(piece: str | tuple[str, str], dimensions: int) -> tuple[list[int], list[float]]:
+    """The slots and signed weights of one word (or ("cjk", run) of CJK characters). Cached per piece: words
+    repeat across texts far more than they vary, so a batch mostly costs lookups."""
+    slots, weights = [], []
+    for feature, weight in _features(piece):
+        digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
+        slots.append(digest % dimensions)
+        weights.append(weight if digest >> 63 else -weight)
+    return slots, weights
 
 
-@functools.lru_cache(maxsize=262144)
-def _feature_slot(feature: str, dimensions: int) -> tuple[int, int]:
-    """Where a feature lands and with which sign (cached: words and trigrams repeat across texts)."""
-    digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
-    return digest % dimensions, 1 if digest >> 63 else -1
+def _features(piece: str | tuple[str, str]):
+    if isinstance(piece, tuple):  # a run of CJK characters: characters and character pairs
+        run = piece[1]
+        for index, char in enumerate(run):
+            yield "k:" + char, 0.5
+            if index + 1 < len(run):
+                yield "k:" + run[index : index + 2], 1.0
+        return
+    word = piece
+    yield "w:" + word, 1.0
+    stem = next((word[: -len(s)] for s in _SUFFIXES if word.endswith(s) and len(word) > len(s) + 2), None)
+    if stem:
+        yield "w:" + stem, 0.7
+    padded = f"#{word}#"
+    for start in range(len(padded) - 2):
+        yield "c:" + padded[start : start + 3], 0.25
 
 
 # --- local (sentence-transformers) --------------------------------------------------------------

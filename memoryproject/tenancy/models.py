@@ -42,7 +42,8 @@ class ApiKey(models.Model):
 class TenantMembership(models.Model):
     """Gives a staff user the admin view of one tenant's data."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships")
+    # No index of its own: the table's composite indexes start with tenant.
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="memberships", db_index=False)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="tenant_memberships")
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -162,6 +162,39 @@ def test_bulk_import_names_the_bad_item_and_stores_nothing(api):
     assert not Fact.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("user_id", "has space"),
+        ("content", "   "),
+        ("category", "gossip"),
+        ("confidence", 1.5),
+        ("confidence", "high"),
+        ("status", "superseded"),
+        ("pinned", "yes"),
+        ("occurred_at", "last Tuesday"),
+        ("metadata", ["not", "an", "object"]),
+        ("agent_id", "a" * 256),
+    ],
+)
+def test_bulk_import_names_the_bad_field(api, field, value):
+    good = {"user_id": "u1", "content": "Prefers tea"}
+    payload = {"facts": [good, good, {**good, field: value}]}
+
+    response = api.post("/api/v1/facts/import", payload, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith(f"facts[2].{field}: ")
+    assert not Fact.objects.exists()
+
+
+def test_bulk_import_refuses_an_item_that_is_not_an_object(api):
+    response = api.post("/api/v1/facts/import", {"facts": [{"user_id": "u1", "content": "x"}, "tea"]}, format="json")
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("facts[1]")
+
+
 def test_bulk_import_refuses_more_than_1000(api):
     payload = {"facts": [{"user_id": "u1", "content": f"fact {n}"} for n in range(1001)]}
 

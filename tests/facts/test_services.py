@@ -1,5 +1,8 @@
 """fact_remember and the review services: every outcome, in English and Chinese."""
 
+from datetime import UTC, datetime
+
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
@@ -16,6 +19,7 @@ from facts.services import (
     facts_import,
     facts_record_usage,
 )
+from memoryproject.ai.services import embed_query
 from memoryproject.exceptions import ApplicationError
 
 pytestmark = pytest.mark.django_db
@@ -293,5 +297,38 @@ class TestImport:
                 actor="api_key:1",
             )
 
-        assert "facts[1]" in raised.value.message_dict
+        assert raised.value.message_dict == {"facts[1].content": ["Must not be empty."]}
         assert not Fact.objects.exists()
+
+    def test_every_value_arrives_as_given(self, tenant):
+        occurred = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+        [row] = facts_import(
+            tenant=tenant,
+            facts=[
+                {
+                    "user_id": "u1",
+                    "content": "Moved to  Lisbon",
+                    "category": "profile",
+                    "confidence": 0.8,
+                    "pinned": True,
+                    "occurred_at": occurred.isoformat(),
+                    "metadata": {"origin": "crm", "ids": [1, 2]},
+                    "agent_id": "support-bot",
+                }
+            ],
+            actor="api_key:1",
+        )
+
+        stored = Fact.objects.get(pk=row.pk)
+        assert (stored.content, stored.category, stored.confidence, stored.pinned) == (
+            "Moved to Lisbon",
+            "profile",
+            0.8,
+            True,
+        )
+        assert stored.occurred_at == stored.valid_from == occurred
+        assert stored.metadata == {"origin": "crm", "ids": [1, 2]}
+        assert stored.agent_id == "support-bot"
+        assert np.allclose(stored.embedding, embed_query("Moved to Lisbon"), atol=1e-6)
+        assert "8 May 2023" in stored.search_text
