@@ -2,14 +2,13 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryproject.ai.services import active_embedding_model, embed_query
-from memoryproject.db import vector_literal
+from memoryproject.db import vector_from_binary, vector_literal
 from memoryproject.tenancy.models import Tenant
 from memoryproject.text import query_terms
 
@@ -112,45 +111,60 @@ class ScoredFact:
 
 
 # One statement over one user's rows (the measured fastest exact plan: btree on (tenant, user_id, status), no
-# HNSW): cosine for every row, and BM25 (k1=1.2, b=0.75, one occurrence per term) from the query terms each row
-# matches, with document frequencies counted on the same rows — so a name in every fact weighs nothing and a
-# rare code or number weighs a lot. Only the best candidates travel to Python.
+# HNSW): cosine for every row, and for the keyword side the IDF of each query term the row matches, with document
+# frequencies counted on the same rows, so a name in every fact weighs nothing and a rare code or number a lot.
+# That is BM25 with one occurrence per term and no length normalisation: facts are a sentence long, and
+# penalising longer ones measured worse on LoCoMo (b = 0.75: 0.696 recall@10, b = 0: 0.708). The query's terms are
+# constants in the statement (one boolean column each), not an array joined per row: 3x faster at 10k facts.
+# Only the best candidates travel back, as whole facts in the same statement, their vectors in pgvector's binary
+# form (parsing the text form of 40 vectors costs more than the scan of 1,000 rows).
 _SEARCH_SQL = """
-WITH terms AS MATERIALIZED (
-    SELECT idx, phraseto_tsquery('english', term) AS tsq
-    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, idx)
-),
-base AS MATERIALIZED (
-    SELECT id,
-           1 - (embedding <=> %(vector)s::vector) AS vector_score,
-           length(search_vector) AS len,
-           ARRAY(SELECT idx FROM terms WHERE search_vector @@ tsq) AS matched
+WITH base AS MATERIALIZED (
+    SELECT id, 1 - (embedding <=> %(vector)s::vector) AS vector_score{matches}
     FROM facts_fact
     WHERE {where}
 ),
-stats AS MATERIALIZED (SELECT count(*) AS n, greatest(avg(len), 1) AS avglen FROM base),
 idf AS MATERIALIZED (
-    SELECT m.idx, ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-    FROM base, unnest(base.matched) AS m(idx)
-    GROUP BY m.idx
+    SELECT {idfs} FROM base
 ),
-scored AS MATERIALIZED (
-    SELECT b.id, b.vector_score,
-           CASE WHEN cardinality(b.matched) = 0 THEN 0
-                ELSE (SELECT sum(i.idf) FROM idf i WHERE i.idx = ANY(b.matched))
-                     * 2.2 / (1 + 1.2 * (0.25 + 0.75 * b.len / s.avglen))
-           END AS bm25
-    FROM base b CROSS JOIN stats s
+scored AS (
+    SELECT id, vector_score, {bm25} AS bm25 FROM base CROSS JOIN idf
 ),
 normalised AS (
     SELECT id, vector_score::float8, (bm25 / greatest(max(bm25) OVER (), 1e-9))::float8 AS keyword_score
     FROM scored
+),
+best AS (
+    SELECT id, vector_score, keyword_score
+    FROM normalised
+    ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
+    LIMIT %(candidates)s
 )
-SELECT id, vector_score, keyword_score
-FROM normalised
-ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
-LIMIT %(candidates)s
+SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary
+FROM best JOIN facts_fact f ON f.id = best.id
 """
+# What a hit carries back; the text columns only the keyword side needs stay in the database (Django defers them).
+_HIT_COLUMNS = ", ".join(
+    f"f.{field.column}"
+    for field in Fact._meta.concrete_fields
+    if field.name not in ("embedding", "search_text", "search_vector")
+)
+MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
+
+
+def _keyword_sql(term_count: int) -> dict[str, str]:
+    """The per-term pieces of _SEARCH_SQL: a match column per term, its IDF, and the sum over matched terms."""
+    if not term_count:
+        return {"matches": "", "idfs": "count(*) AS rows", "bm25": "0::float8"}  # one idf row, as with terms
+    terms = range(term_count)
+    return {
+        "matches": "".join(f", search_vector @@ phraseto_tsquery('english', %(term{n})s) AS m{n}" for n in terms),
+        "idfs": ", ".join(
+            f"ln(1 + (count(*) - count(*) FILTER (WHERE m{n}) + 0.5) / (count(*) FILTER (WHERE m{n}) + 0.5)) AS idf{n}"
+            for n in terms
+        ),
+        "bm25": " + ".join(f"CASE WHEN m{n} THEN idf{n} ELSE 0 END" for n in terms),
+    }
 
 
 def facts_search(
@@ -189,20 +203,19 @@ def facts_search(
         occurred_after=occurred_after,
         occurred_before=occurred_before,
     )
+    terms = query_terms(query)[:MAX_QUERY_TERMS]
+    params |= {f"term{n}": term for n, term in enumerate(terms)}
     params |= {
         "vector": vector_literal(vector),
-        "terms": query_terms(query),
         "vector_weight": settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, 30),
     }
-    with connection.cursor() as cursor:
-        cursor.execute(_SEARCH_SQL.format(where=where), params)
-        rows = cursor.fetchall()
-    facts = Fact.objects.in_bulk([row[0] for row in rows])
+    sql = _SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms)))
     scored = []
-    for fact_id, vector_score, keyword_score in rows:
-        fact = facts[fact_id]
+    for fact in Fact.objects.raw(sql, params):
+        fact.embedding = vector_from_binary(fact.embedding_binary)
+        vector_score, keyword_score = fact.vector_score, fact.keyword_score
         fused = (
             settings.FACTS_SEARCH_VECTOR_WEIGHT * vector_score
             + (1 - settings.FACTS_SEARCH_VECTOR_WEIGHT) * keyword_score

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from facts.models import Fact
-from facts.selectors import facts_search
+from facts.selectors import MAX_QUERY_TERMS, facts_search
 from facts.services import fact_reject, fact_remember, facts_import
 
 pytestmark = pytest.mark.django_db
@@ -160,6 +160,25 @@ def test_an_empty_store_or_query_finds_nothing(tenant):
     assert search(tenant, "anything") == []
     store(tenant, DISTRACTORS)
     assert search(tenant, "   ") == []
+
+
+def test_a_query_of_stop_words_ranks_by_meaning_alone(tenant):
+    store(tenant, DISTRACTORS)
+
+    hits = facts_search(tenant=tenant, user_id="u1", query="what is it about", limit=50)
+
+    assert sorted(hit.fact.content for hit in hits) == sorted(DISTRACTORS)  # each once
+    assert {hit.keyword for hit in hits} == {0}
+
+
+def test_a_long_query_keeps_its_first_terms(tenant):
+    store(tenant, [*DISTRACTORS, "The staging deploy key is ZX-4471-QP"])
+    filler = " ".join(f"word{n}" for n in range(MAX_QUERY_TERMS + 10))
+
+    [best, *_] = facts_search(tenant=tenant, user_id="u1", query=f"staging deploy key {filler}", limit=3)
+
+    assert best.fact.content == "The staging deploy key is ZX-4471-QP"
+    assert best.keyword == 1.0
 
 
 @pytest.mark.slow
