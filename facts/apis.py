@@ -1,6 +1,7 @@
 """The facts API: thin views that validate, call one service or selector, and present the result."""
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
@@ -50,6 +51,7 @@ class UserIdField(serializers.RegexField):
         )
 
 
+@extend_schema_field(OpenApiTypes.STR)
 class CommaSeparatedChoicesField(serializers.Field):
     """`?status=active,pending` -> ["active", "pending"], each checked against the choices."""
 
@@ -220,9 +222,6 @@ class FactImportApi(APIView):
         facts = serializers.ListField(child=FactImportItemSerializer(), min_length=1, max_length=1000)
 
     class OutputSerializer(serializers.Serializer):
-        class Meta:
-            ref_name = "FactImportOutput"
-
         imported = serializers.IntegerField()
         ids = serializers.ListField(child=serializers.IntegerField())
 

@@ -41,6 +41,20 @@ def test_openapi_schema_builds_and_lists_the_api():
     assert schema["components"]["securitySchemes"]["ApiKey"]["scheme"] == "bearer"
 
 
+def test_each_endpoint_documents_its_own_request_body():
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+    def request_fields(path: str) -> set[str]:
+        reference = schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        return set(schema["components"]["schemas"][reference.rsplit("/", 1)[1]]["properties"])
+
+    # Every view nests a class named InputSerializer: by class name alone they shared one component.
+    assert {"user_id", "query", "max_tokens"} <= request_fields("/api/v1/context")
+    assert {"user_id", "query", "as_of"} <= request_fields("/api/v1/facts/search")
+    assert request_fields("/api/v1/conflicts/{conflict_id}/resolve") == {"resolution"}
+    assert "Input" not in schema["components"]["schemas"]
+
+
 def test_docs_page_uses_bundled_assets_only():
     response = APIClient().get("/api/docs/")
 
