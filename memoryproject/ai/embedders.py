@@ -124,7 +124,7 @@ class HashEmbedder:
 
 
 @functools.lru_cache(maxsize=65536)
-def _piece_features(piece: str | tuple[str, str], dimensions: int) -> tuple[list[int], list[float]]:
+def _piece_features(piece: str | tuple[str, str], dimensions: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
     """The slots and signed weights of one word (or ("cjk", run) of CJK characters). Cached per piece: words
     repeat across texts far more than they vary, so a batch mostly costs lookups."""
     slots, weights = [], []
@@ -132,7 +132,7 @@ def _piece_features(piece: str | tuple[str, str], dimensions: int) -> tuple[list
         digest = int.from_bytes(hashlib.blake2b(feature.encode(), digest_size=8).digest(), "little")
         slots.append(digest % dimensions)
         weights.append(weight if digest >> 63 else -weight)
-    return slots, weights
+    return tuple(slots), tuple(weights)  # shared by every caller through the cache: immutable
 
 
 def _features(piece: str | tuple[str, str]):
