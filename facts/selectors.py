@@ -142,7 +142,7 @@ best AS (
     LIMIT %(candidates)s
 )
 SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary
-FROM best JOIN facts_fact f ON f.id = best.id
+FROM best JOIN facts_fact f ON f.id = best.id AND f.tenant_id = %(tenant)s
 """
 # What a hit carries back; the text columns only the keyword side needs stay in the database (Django defers them).
 _HIT_FIELDS = [

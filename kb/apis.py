@@ -8,6 +8,7 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from memoryproject.apis import DocumentHitOutputSerializer
 from memoryproject.exceptions import ApplicationError
 from memoryproject.tenancy.authentication import request_tenant
 
@@ -163,25 +164,8 @@ class SearchApi(APIView):
         doc_ids = serializers.ListField(child=DocIdField(), required=False, min_length=1, max_length=1000)
         path_prefix = serializers.CharField(required=False, max_length=500, default="")
 
-    class HitSerializer(serializers.Serializer):
-        document_id = serializers.IntegerField()
-        doc_id = serializers.CharField()
-        heading_path = serializers.CharField()
-        line_start = serializers.IntegerField()
-        line_end = serializers.IntegerField()
-        text = serializers.CharField()
-        citation = serializers.CharField()
-        score = serializers.FloatField()
-        scores = serializers.SerializerMethodField()
-
-        def get_scores(self, hit) -> dict:
-            return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
-
     class OutputSerializer(serializers.Serializer):
-        results = serializers.SerializerMethodField()
-
-        def get_results(self, output) -> list[dict]:
-            return SearchApi.HitSerializer(output["results"], many=True).data
+        results = DocumentHitOutputSerializer(many=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="kb_search")
     def post(self, request):

@@ -62,6 +62,23 @@ def _embedding_status() -> dict:
     return {"model": model, "cache": cache_stats.as_dict(), "problems": problems}
 
 
+class DocumentHitOutputSerializer(serializers.Serializer):
+    """A knowledge-base passage (memoryproject.context.DocumentHit), in the context and in KB search results."""
+
+    document_id = serializers.IntegerField()
+    doc_id = serializers.CharField()
+    heading_path = serializers.CharField()
+    line_start = serializers.IntegerField()
+    line_end = serializers.IntegerField()
+    text = serializers.CharField()
+    citation = serializers.CharField(help_text='"doc:<doc_id> §<heading path>, lines <start>-<end>"')
+    score = serializers.FloatField()
+    scores = serializers.SerializerMethodField()
+
+    def get_scores(self, hit) -> dict:
+        return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
+
+
 class ContextApi(APIView):
     """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
     Facts that make it into the text count as used (they live longer under the forgetting policy)."""
@@ -72,25 +89,12 @@ class ContextApi(APIView):
         fact_limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
         document_limit = serializers.IntegerField(min_value=0, max_value=50, default=5)
 
-    class DocumentSerializer(serializers.Serializer):
-        document_id = serializers.IntegerField()
-        doc_id = serializers.CharField()
-        heading_path = serializers.CharField()
-        line_start = serializers.IntegerField()
-        line_end = serializers.IntegerField()
-        text = serializers.CharField()
-        score = serializers.FloatField()
-        citation = serializers.CharField()
-
     class OutputSerializer(serializers.Serializer):
         text = serializers.CharField()
         token_count = serializers.IntegerField()
         cold_start = serializers.BooleanField()
         facts = ScoredFactOutputSerializer(many=True)
-        documents = serializers.SerializerMethodField()
-
-        def get_documents(self, context) -> list[dict]:
-            return ContextApi.DocumentSerializer(context.documents, many=True).data
+        documents = DocumentHitOutputSerializer(many=True)
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="context_build")
     def post(self, request):
