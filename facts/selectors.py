@@ -117,6 +117,9 @@ class ScoredFact:
 # That is BM25 with one occurrence per term and no length normalisation: facts are a sentence long, and
 # penalising longer ones measured worse on LoCoMo (b = 0.75: 0.696 recall@10, b = 0: 0.708). The query's terms are
 # constants in the statement (one boolean column each), not an array joined per row: 3x faster at 10k facts.
+# Rows that match the same terms score the same, so document frequencies and the best keyword score (which scales
+# keyword scores to 0-1) come from those few groups, not from a window over every row (11% faster at 10k facts).
+# Scores are float8 throughout: numeric IDFs made every per-row sum and division numeric arithmetic (18% at 10k).
 # Only the best candidates travel back, as whole facts in the same statement, their vectors in pgvector's binary
 # form (parsing the text form of 40 vectors costs more than the scan of 1,000 rows).
 _SEARCH_SQL = """
@@ -125,20 +128,19 @@ WITH base AS MATERIALIZED (
     FROM facts_fact
     WHERE {where}
 ),
+patterns AS MATERIALIZED (
+    SELECT {pattern_columns}count(*) AS facts FROM base{pattern_grouping}
+),
 idf AS MATERIALIZED (
-    SELECT {idfs} FROM base
+    SELECT {idfs} FROM patterns
 ),
-scored AS (
-    SELECT id, vector_score, {bm25} AS bm25 FROM base CROSS JOIN idf
-),
-normalised AS (
-    SELECT id, vector_score::float8, (bm25 / greatest(max(bm25) OVER (), 1e-9))::float8 AS keyword_score
-    FROM scored
+top AS MATERIALIZED (
+    SELECT greatest(max({pattern_bm25}), 1e-9) AS bm25 FROM patterns CROSS JOIN idf
 ),
 best AS (
-    SELECT id, vector_score, keyword_score
-    FROM normalised
-    ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
+    SELECT id, vector_score, {bm25} / top.bm25 AS keyword_score
+    FROM base CROSS JOIN idf CROSS JOIN top
+    ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {bm25} / top.bm25 DESC, id DESC
     LIMIT %(candidates)s
 )
 SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary
@@ -153,17 +155,23 @@ MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the 
 
 
 def _keyword_sql(term_count: int) -> dict[str, str]:
-    """The per-term pieces of _SEARCH_SQL: a match column per term, its IDF, and the sum over matched terms."""
-    if not term_count:
-        return {"matches": "", "idfs": "count(*) AS rows", "bm25": "0::float8"}  # one idf row, as with terms
+    """The per-term pieces of _SEARCH_SQL: a match column per term, the groups of rows matching the same terms,
+    each term's IDF, and the sum of the IDFs of the matched terms (for a group and for a row)."""
+    if not term_count:  # one pattern and one idf row, as with terms, so the joins keep every row
+        return {"matches": "", "pattern_columns": "", "pattern_grouping": "", "idfs": "sum(facts) AS facts",
+                "pattern_bm25": "0::float8", "bm25": "0::float8"}  # fmt: skip
     terms = range(term_count)
+    matched = "coalesce(sum(facts) FILTER (WHERE m{n}), 0)"
     return {
         "matches": "".join(f", search_vector @@ phraseto_tsquery('english', %(term{n})s) AS m{n}" for n in terms),
+        "pattern_columns": "".join(f"m{n}, " for n in terms),
+        "pattern_grouping": " GROUP BY " + ", ".join(f"m{n}" for n in terms),
         "idfs": ", ".join(
-            f"ln(1 + (count(*) - count(*) FILTER (WHERE m{n}) + 0.5) / (count(*) FILTER (WHERE m{n}) + 0.5)) AS idf{n}"
+            f"ln(1 + (sum(facts) - {matched.format(n=n)} + 0.5) / ({matched.format(n=n)} + 0.5))::float8 AS idf{n}"
             for n in terms
         ),
-        "bm25": " + ".join(f"CASE WHEN m{n} THEN idf{n} ELSE 0 END" for n in terms),
+        "pattern_bm25": " + ".join(f"CASE WHEN patterns.m{n} THEN idf{n} ELSE 0::float8 END" for n in terms),
+        "bm25": "(" + " + ".join(f"CASE WHEN base.m{n} THEN idf{n} ELSE 0::float8 END" for n in terms) + ")",
     }
 
 
@@ -214,21 +222,41 @@ def facts_search(
     with connection.cursor() as cursor:
         cursor.execute(_SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params)
         rows = cursor.fetchall()
-    scored = []
-    for *values, vector_score, keyword_score, embedding in rows:
-        fact = _hit_fact(values)
-        fact.embedding = vector_from_binary(embedding)
-        fused = (
-            settings.FACTS_SEARCH_VECTOR_WEIGHT * vector_score
-            + (1 - settings.FACTS_SEARCH_VECTOR_WEIGHT) * keyword_score
+    candidates = [_candidate(row, now, half_life_days) for row in rows]
+    candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
+    return [candidate.hit() for candidate in _diversify(candidates, limit, mmr_lambda)]
+
+
+_AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A scored row of the search statement; only the hits finally chosen are built into Facts (40 cost 2 ms)."""
+
+    values: tuple
+    vector: np.ndarray
+    score: float
+    vector_score: float
+    keyword_score: float
+    decay: float
+
+    def hit(self) -> ScoredFact:
+        fact = _hit_fact(self.values)
+        fact.embedding = self.vector
+        return ScoredFact(
+            fact, round(self.score, 6), round(self.vector_score, 6), round(self.keyword_score, 6), round(self.decay, 6)
         )
-        decay = _decay(fact, now, half_life_days)
-        score = fused * (0.5 + 0.5 * fact.confidence) * decay
-        scored.append(
-            ScoredFact(fact, round(score, 6), round(vector_score, 6), round(keyword_score, 6), round(decay, 6))
-        )
-    scored.sort(key=lambda hit: (-hit.score, -hit.fact.pk))
-    return _diversify(scored, limit, mmr_lambda)
+
+
+def _candidate(row: tuple, now, half_life_days: float) -> _Candidate:
+    *values, vector_score, keyword_score, embedding = row
+    vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT
+    fused = vector_weight * vector_score + (1 - vector_weight) * keyword_score
+    last_seen = values[_AT["last_used_at"]] or values[_AT["occurred_at"]] or values[_AT["valid_from"]]
+    decay = 1.0 if values[_AT["pinned"]] else _decay(last_seen, now, half_life_days)
+    score = fused * (0.5 + 0.5 * values[_AT["confidence"]]) * decay
+    return _Candidate(tuple(values), vector_from_binary(embedding), score, vector_score, keyword_score, decay)
 
 
 def _hit_fact(values: list) -> Fact:
@@ -270,28 +298,27 @@ def _search_filters(*, tenant, user_id, categories, agent_id, include_pending, a
     return " AND ".join(clauses), params
 
 
-def _decay(fact: Fact, now, half_life_days: float) -> float:
-    """Exponential forgetting since the fact was last used (or learned); pinned facts never fade."""
-    if fact.pinned or not half_life_days:
+def _decay(last_seen, now, half_life_days: float) -> float:
+    """Exponential forgetting since the fact was last used (or learned); the caller exempts pinned facts."""
+    if not half_life_days:
         return 1.0
-    last = fact.last_used_at or fact.occurred_at or fact.valid_from
-    age_days = max(0.0, (now - last).total_seconds() / 86400)
+    age_days = max(0.0, (now - last_seen).total_seconds() / 86400)
     return 0.5 ** (age_days / half_life_days)
 
 
-def _diversify(hits: list[ScoredFact], limit: int, mmr_lambda: float) -> list[ScoredFact]:
+def _diversify(candidates: list[_Candidate], limit: int, mmr_lambda: float) -> list[_Candidate]:
     """Maximal marginal relevance: each next pick trades relevance against similarity to what is already picked,
     so near-duplicates do not fill the top. lambda 1.0 = relevance only."""
-    if mmr_lambda >= 1.0 or len(hits) <= 1:
-        return hits[:limit]
-    vectors = np.asarray([np.asarray(hit.fact.embedding, dtype=np.float32) for hit in hits])
+    if mmr_lambda >= 1.0 or len(candidates) <= 1:
+        return candidates[:limit]
+    vectors = np.stack([candidate.vector for candidate in candidates])
     similarity = vectors @ vectors.T
-    top = hits[0].score or 1.0
-    relevance = np.asarray([hit.score / top for hit in hits])
+    top = candidates[0].score or 1.0
+    relevance = np.asarray([candidate.score / top for candidate in candidates])
     chosen = [0]
-    remaining = list(range(1, len(hits)))
+    remaining = list(range(1, len(candidates)))
     while remaining and len(chosen) < limit:
         redundancy = similarity[np.ix_(remaining, chosen)].max(axis=1)
         values = mmr_lambda * relevance[remaining] - (1 - mmr_lambda) * redundancy
         chosen.append(remaining.pop(int(np.argmax(values))))
-    return [hits[index] for index in chosen]
+    return [candidates[index] for index in chosen]
