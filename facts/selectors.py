@@ -312,13 +312,16 @@ def _diversify(candidates: list[_Candidate], limit: int, mmr_lambda: float) -> l
     if mmr_lambda >= 1.0 or len(candidates) <= 1:
         return candidates[:limit]
     vectors = np.stack([candidate.vector for candidate in candidates])
-    similarity = vectors @ vectors.T
     top = candidates[0].score or 1.0
     relevance = np.asarray([candidate.score / top for candidate in candidates])
+    redundancy = vectors @ vectors[0]  # each candidate's highest similarity to a pick so far
+    picked = np.zeros(len(candidates), dtype=bool)
+    picked[0] = True
     chosen = [0]
-    remaining = list(range(1, len(candidates)))
-    while remaining and len(chosen) < limit:
-        redundancy = similarity[np.ix_(remaining, chosen)].max(axis=1)
-        values = mmr_lambda * relevance[remaining] - (1 - mmr_lambda) * redundancy
-        chosen.append(remaining.pop(int(np.argmax(values))))
+    while len(chosen) < min(limit, len(candidates)):
+        values = np.where(picked, -np.inf, mmr_lambda * relevance - (1 - mmr_lambda) * redundancy)
+        pick = int(np.argmax(values))
+        chosen.append(pick)
+        picked[pick] = True
+        np.maximum(redundancy, vectors @ vectors[pick], out=redundancy)
     return [candidates[index] for index in chosen]
