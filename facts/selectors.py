@@ -9,7 +9,7 @@ from django.utils import timezone
 from pgvector.django import CosineDistance
 
 from memoryproject.ai.services import active_embedding_model, embed_query
-from memoryproject.db import vector_from_binary, vector_literal
+from memoryproject.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from memoryproject.tenancy.models import Tenant
 from memoryproject.text import query_terms
 
@@ -152,6 +152,7 @@ _HIT_FIELDS = [
 ]
 _HIT_COLUMNS = ", ".join(f"f.{field.column}" for field in _HIT_FIELDS)
 MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
+MIN_CANDIDATES = 20  # what MMR chooses from at least; LoCoMo recall@10 is the same with 20, 30 or 40
 
 
 def _keyword_sql(term_count: int) -> dict[str, str]:
@@ -217,9 +218,10 @@ def facts_search(
         "vector": vector_literal(vector),
         "vector_weight": settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
-        "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, 30),
+        "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES),
     }
     with connection.cursor() as cursor:
+        parse_timestamps_in_c(cursor)
         cursor.execute(_SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params)
         rows = cursor.fetchall()
     candidates = [_candidate(row, now, half_life_days) for row in rows]

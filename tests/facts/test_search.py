@@ -1,7 +1,9 @@
 """Hybrid fact search: keyword and vector channels, filters, time travel, diversity, decay, isolation."""
 
+import math
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
 from facts.models import Fact
@@ -51,6 +53,29 @@ def test_every_hit_explains_its_score(tenant):
         assert hit.decay == 1.0
         assert hit.score == pytest.approx((0.7 * hit.vector + 0.3 * hit.keyword) * hit.fact.confidence, abs=1e-4)
     assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+
+
+def test_the_keyword_score_is_the_idf_of_the_matched_terms_over_the_best(tenant):
+    store(tenant, ["Drinks green tea and coffee", "Drinks coffee", "Drinks coffee at night", "Drinks water", "Walks"])
+    idf = {term: math.log(1 + (5 - df + 0.5) / (df + 0.5)) for term, df in {"tea": 1, "coffee": 3}.items()}
+
+    hits = {hit.fact.content: hit.keyword for hit in facts_search(tenant=tenant, user_id="u1", query="tea coffee")}
+
+    assert hits["Drinks green tea and coffee"] == 1.0
+    assert hits["Drinks coffee"] == pytest.approx(idf["coffee"] / (idf["tea"] + idf["coffee"]), abs=1e-6)
+    assert hits["Drinks water"] == hits["Walks"] == 0
+
+
+def test_a_hit_is_the_fact_as_stored(tenant):
+    store(tenant, DISTRACTORS, occurred_at="2024-05-07T10:00:00+02:00", metadata={"source": {"page": 3}})
+
+    for hit in facts_search(tenant=tenant, user_id="u1", query="vault credentials", limit=5):
+        stored = Fact.objects.get(pk=hit.fact.pk)
+        for field in Fact._meta.concrete_fields:
+            if field.name not in ("embedding", "search_text", "search_vector"):
+                found, expected = getattr(hit.fact, field.attname), getattr(stored, field.attname)
+                assert (found, getattr(found, "tzinfo", None)) == (expected, getattr(expected, "tzinfo", None))
+        np.testing.assert_allclose(hit.fact.embedding, stored.embedding, rtol=1e-6)
 
 
 def test_a_chinese_query_finds_a_chinese_fact(tenant):
