@@ -1,7 +1,7 @@
 """facts_search latency for one user with 1k, 10k and 100k facts (query embedding excluded), and context_build
 end to end with the local embedder. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/search_latency.py [--sizes 1000,10000,100000] [--queries 200]
+    .venv/bin/python bench/search_latency.py [--sizes 1000,10000,100000] [--queries 200] [--explain]
 
 Works in a throwaway tenant of the current database and deletes it afterwards.
 """
@@ -16,7 +16,7 @@ import _django  # noqa: F401
 from django.db import connection
 from django.test import override_settings
 
-from facts.selectors import facts_search
+from facts.selectors import facts_search, facts_search_statement
 from facts.services import facts_import
 from memoryproject.ai.services import embed_query
 from memoryproject.context import context_build
@@ -46,10 +46,18 @@ def percentiles(timings: list[float]) -> str:
     return f"p50 {statistics.median(timings):6.2f} ms   p95 {timings[int(len(timings) * 0.95)]:6.2f} ms"
 
 
+def explain(tenant, query: str, vector) -> None:
+    sql, params = facts_search_statement(tenant=tenant, user_id="bench-user", query=query, vector=vector)
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
+        print("\n".join(f"    {line}" for (line,) in cursor.fetchall()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of one search at each size")
     args = parser.parse_args()
     rng = random.Random(7)
     tenant, _ = tenant_create(name=f"latency-{uuid.uuid4().hex[:6]}")
@@ -70,6 +78,8 @@ def main() -> None:
                     facts_search(tenant=tenant, user_id="bench-user", query=query, limit=10, vector=vector)
                     timings.append((time.perf_counter() - started) * 1000)
                 print(f"facts_search, {size:>7,} facts for the user:  {percentiles(timings)}")
+                if args.explain:
+                    explain(tenant, queries[0], vectors[0])
         with override_settings(EMBEDDING_PROVIDER="local", EMBEDDING_CACHE=False):
             grow(tenant, "context-user", 1000, rng)
             context_build(tenant=tenant, user_id="context-user", query="warm up the model")

@@ -202,6 +202,43 @@ def facts_search(
     half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS if half_life_days is None else half_life_days
     now = now or timezone.now()
 
+    sql, params = facts_search_statement(
+        tenant=tenant,
+        user_id=user_id,
+        query=query,
+        vector=vector,
+        limit=limit,
+        categories=categories,
+        agent_id=agent_id,
+        include_pending=include_pending,
+        as_of=as_of,
+        occurred_after=occurred_after,
+        occurred_before=occurred_before,
+    )
+    with connection.cursor() as cursor:
+        parse_timestamps_in_c(cursor)
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    candidates = [_candidate(row, now, half_life_days) for row in rows]
+    candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
+    return [candidate.hit() for candidate in _diversify(candidates, limit, mmr_lambda)]
+
+
+def facts_search_statement(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    query: str,
+    vector: np.ndarray,
+    limit: int = 10,
+    categories: list[str] | None = None,
+    agent_id: str | None = None,
+    include_pending: bool = False,
+    as_of=None,
+    occurred_after=None,
+    occurred_before=None,
+) -> tuple[str, dict]:
+    """The one statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks)."""
     where, params = _search_filters(
         tenant=tenant,
         user_id=user_id,
@@ -220,13 +257,7 @@ def facts_search(
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES),
     }
-    with connection.cursor() as cursor:
-        parse_timestamps_in_c(cursor)
-        cursor.execute(_SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params)
-        rows = cursor.fetchall()
-    candidates = [_candidate(row, now, half_life_days) for row in rows]
-    candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
-    return [candidate.hit() for candidate in _diversify(candidates, limit, mmr_lambda)]
+    return _SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params
 
 
 _AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row

@@ -5,10 +5,12 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from django.db import connection
 
 from facts.models import Fact
-from facts.selectors import MAX_QUERY_TERMS, facts_search
+from facts.selectors import MAX_QUERY_TERMS, facts_search, facts_search_statement
 from facts.services import fact_reject, fact_remember, facts_import
+from memoryproject.ai.services import embed_query
 
 pytestmark = pytest.mark.django_db
 
@@ -212,3 +214,25 @@ def test_a_paraphrase_with_no_shared_words_is_found_by_meaning(settings, tenant)
     store(tenant, [*DISTRACTORS, "Has a golden retriever called Biscuit"])
 
     assert search(tenant, "What kind of pet do they own?", limit=1) == ["Has a golden retriever called Biscuit"]
+
+
+def test_the_plan_reads_one_users_rows_through_the_tenant_user_btree(tenant):
+    for batch in range(2):
+        store(tenant, [f"Note {batch}.{n} about billing and deploys" for n in range(1000)], user_id="someone-else")
+    store(tenant, [f"Fact {n} about tea" for n in range(40)])
+    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea"))
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_fact")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        [[[plan]]] = cursor.fetchall()
+
+    def nodes(node):
+        yield node
+        for child in node.get("Plans", []):
+            yield from nodes(child)
+
+    scans = [node for node in nodes(plan["Plan"]) if node.get("Relation Name") == "facts_fact"]
+    assert "Seq Scan" not in {node["Node Type"] for node in scans}
+    base = next(node for node in nodes(plan["Plan"]) if node.get("Subplan Name") == "CTE base")
+    assert [node.get("Index Name") for node in nodes(base) if "Index Name" in node] == ["fact_tenant_user_status"]
+    assert base["Actual Rows"] == 40  # the user's rows only, each once
