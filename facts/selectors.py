@@ -151,6 +151,7 @@ _HIT_FIELDS = [
     field for field in Fact._meta.concrete_fields if field.name not in ("embedding", "search_text", "search_vector")
 ]
 _HIT_COLUMNS = ", ".join(f"f.{field.column}" for field in _HIT_FIELDS)
+_AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row
 MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
 MIN_CANDIDATES = 20  # what MMR chooses from at least; LoCoMo recall@10 is the same with 20, 30 or 40
 
@@ -260,12 +261,10 @@ def facts_search_statement(
     return _SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params
 
 
-_AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row
-
-
 @dataclass(frozen=True)
 class _Candidate:
-    """A scored row of the search statement; only the hits finally chosen are built into Facts (40 cost 2 ms)."""
+    """A scored row of the search statement; only the hits MMR finally chooses are built into Facts (building every
+    candidate cost ~2 ms a search)."""
 
     values: tuple
     vector: np.ndarray
@@ -292,7 +291,7 @@ def _candidate(row: tuple, now, half_life_days: float) -> _Candidate:
     return _Candidate(tuple(values), vector_from_binary(embedding), score, vector_score, keyword_score, decay)
 
 
-def _hit_fact(values: list) -> Fact:
+def _hit_fact(values: tuple) -> Fact:
     """A Fact from a row of _HIT_COLUMNS, as the ORM would build it (Fact.objects.raw costs 5 ms more per search)."""
     converted = [
         field.from_db_value(value, None, connection) if hasattr(field, "from_db_value") else value
