@@ -240,16 +240,32 @@ def facts_search_statement(
     occurred_before=None,
 ) -> tuple[str, dict]:
     """The one statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks)."""
-    where, params = _search_filters(
-        tenant=tenant,
-        user_id=user_id,
-        categories=categories,
-        agent_id=agent_id,
-        include_pending=include_pending,
-        as_of=as_of,
-        occurred_after=occurred_after,
-        occurred_before=occurred_before,
-    )
+    statuses = [Fact.Status.ACTIVE, Fact.Status.PENDING] if include_pending else [Fact.Status.ACTIVE]
+    clauses = [
+        "tenant_id = %(tenant)s",
+        "user_id = %(user_id)s",
+        "status = ANY(%(statuses)s)",
+        "embedding_model = %(model)s",
+        "embedding IS NOT NULL",
+    ]
+    params = {"tenant": tenant.pk, "user_id": user_id, "statuses": statuses, "model": active_embedding_model()}
+    if as_of is None:
+        clauses.append("valid_to IS NULL")
+    else:  # what was true then, superseded facts included
+        clauses.append("valid_from <= %(as_of)s AND (valid_to IS NULL OR valid_to > %(as_of)s)")
+        params["as_of"] = as_of
+    if categories:
+        clauses.append("category = ANY(%(categories)s)")
+        params["categories"] = list(categories)
+    if agent_id is not None:
+        clauses.append("agent_id = %(agent_id)s")
+        params["agent_id"] = agent_id
+    if occurred_after is not None:
+        clauses.append("coalesce(occurred_at, valid_from) >= %(occurred_after)s")
+        params["occurred_after"] = occurred_after
+    if occurred_before is not None:
+        clauses.append("coalesce(occurred_at, valid_from) < %(occurred_before)s")
+        params["occurred_before"] = occurred_before
     terms = query_terms(query)[:MAX_QUERY_TERMS]
     params |= {f"term{n}": term for n, term in enumerate(terms)}
     params |= {
@@ -258,7 +274,8 @@ def facts_search_statement(
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES),
     }
-    return _SEARCH_SQL.format(where=where, columns=_HIT_COLUMNS, **_keyword_sql(len(terms))), params
+    sql = _SEARCH_SQL.format(where=" AND ".join(clauses), columns=_HIT_COLUMNS, **_keyword_sql(len(terms)))
+    return sql, params
 
 
 @dataclass(frozen=True)
@@ -298,36 +315,6 @@ def _hit_fact(values: tuple) -> Fact:
         for field, value in zip(_HIT_FIELDS, values, strict=True)
     ]
     return Fact.from_db(connection.alias, [field.attname for field in _HIT_FIELDS], converted)
-
-
-def _search_filters(*, tenant, user_id, categories, agent_id, include_pending, as_of, occurred_after, occurred_before):
-    statuses = [Fact.Status.ACTIVE, Fact.Status.PENDING] if include_pending else [Fact.Status.ACTIVE]
-    clauses = [
-        "tenant_id = %(tenant)s",
-        "user_id = %(user_id)s",
-        "status = ANY(%(statuses)s)",
-        "embedding_model = %(model)s",
-        "embedding IS NOT NULL",
-    ]
-    params = {"tenant": tenant.pk, "user_id": user_id, "statuses": statuses, "model": active_embedding_model()}
-    if as_of is None:
-        clauses.append("valid_to IS NULL")
-    else:  # what was true then, superseded facts included
-        clauses.append("valid_from <= %(as_of)s AND (valid_to IS NULL OR valid_to > %(as_of)s)")
-        params["as_of"] = as_of
-    if categories:
-        clauses.append("category = ANY(%(categories)s)")
-        params["categories"] = list(categories)
-    if agent_id is not None:
-        clauses.append("agent_id = %(agent_id)s")
-        params["agent_id"] = agent_id
-    if occurred_after is not None:
-        clauses.append("coalesce(occurred_at, valid_from) >= %(occurred_after)s")
-        params["occurred_after"] = occurred_after
-    if occurred_before is not None:
-        clauses.append("coalesce(occurred_at, valid_from) < %(occurred_before)s")
-        params["occurred_before"] = occurred_before
-    return " AND ".join(clauses), params
 
 
 def _decay(last_seen, now, half_life_days: float) -> float:
