@@ -13,8 +13,8 @@ import time
 import _django  # noqa: F401
 from django.test import override_settings
 
-from memoryproject.ai.embedders import get_embedder
-from memoryproject.ai.services import embed_texts, embedding_cache_clear
+from ai.embedders import get_embedder
+from ai.services import embed_texts, embedding_cache_clear
 from tests.fake_openai import API_KEY, FakeOpenAI
 
 SENTENCES = [

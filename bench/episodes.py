@@ -31,12 +31,12 @@ from django_q.models import OrmQ
 from django_q.signing import SignedPackage
 from rest_framework.test import APIClient
 
+from ai.services import embed_query
 from episodes.models import Episode
 from episodes.services import EXTRACT_TASK, episode_store
 from episodes.tasks import episode_extract
 from facts.models import Fact
-from memoryproject.ai.services import embed_query
-from memoryproject.tenancy.services import tenant_create
+from tenancy.services import tenant_create
 
 DATA = Path(settings.BASE_DIR).parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 

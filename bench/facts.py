@@ -18,11 +18,11 @@ from django.test import override_settings
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from ai.embedders import normalise_rows
+from core.db import copy_insert
 from facts.models import Fact
 from facts.services import IMPORT_FIELDS, fact_remember, facts_import, facts_record_usage
-from memoryproject.ai.embedders import normalise_rows
-from memoryproject.db import copy_insert
-from memoryproject.tenancy.services import tenant_create
+from tenancy.services import tenant_create
 
 TOPICS = ["PostgreSQL", "Kubernetes", "dark mode", "Berlin", "tea", "Rust", "Vim", "Friday deploys", "JSONB", "CI"]
 

@@ -26,12 +26,12 @@ from django.conf import settings  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
+from ai.services import active_embedding_model  # noqa: E402
 from facts.forgetting import forget_policy_apply, forget_policy_set  # noqa: E402
 from facts.models import Fact  # noqa: E402
 from facts.selectors import facts_search  # noqa: E402
-from memoryproject.ai.services import active_embedding_model  # noqa: E402
-from memoryproject.tenancy.models import Tenant  # noqa: E402
-from memoryproject.tenancy.services import tenant_create  # noqa: E402
+from tenancy.models import Tenant  # noqa: E402
+from tenancy.services import tenant_create  # noqa: E402
 
 CAP = 1000
 OVER_CAP_USERS = 20  # users with CAP + 250 facts: 250 each to evict

@@ -27,14 +27,14 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from ai.models import EmbeddingCache
+from ai.services import active_embedding_model
+from core.db import copy_insert
+from core.text import STOP_WORDS, search_text
 from kb.models import Document, KBChunk
 from kb.selectors import kb_search
 from kb.services import documents_index_plan, index_plan_build
-from memoryproject.ai.models import EmbeddingCache
-from memoryproject.ai.services import active_embedding_model
-from memoryproject.db import copy_insert
-from memoryproject.tenancy.services import tenant_create
-from memoryproject.text import STOP_WORDS, search_text
+from tenancy.services import tenant_create
 
 LANGUAGES = ["python", "sql", "yaml", "bash", "go"]
 SEARCH_INDEXES = {"kbchunk_embedding_hnsw", "kbchunk_search_vector_gin"}

@@ -20,10 +20,10 @@ from pathlib import Path
 import _django  # noqa: F401
 from django.test import override_settings
 
+from ai.services import embed_query
 from facts.selectors import facts_search
 from facts.services import facts_import
-from memoryproject.ai.services import embed_query
-from memoryproject.tenancy.services import tenant_create
+from tenancy.services import tenant_create
 
 DATA = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

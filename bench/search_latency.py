@@ -16,11 +16,11 @@ import _django  # noqa: F401
 from django.db import connection
 from django.test import override_settings
 
+from ai.services import embed_query
 from facts.selectors import facts_search, facts_search_statement
 from facts.services import facts_import
-from memoryproject.ai.services import embed_query
 from memoryproject.context import context_build
-from memoryproject.tenancy.services import tenant_create
+from tenancy.services import tenant_create
 
 WORDS = (
     "postgres kubernetes deploy friday lisbon berlin tea coffee rust python vim emacs review budget invoice "

@@ -2,9 +2,9 @@ from django.contrib import admin, messages
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
+from core.errors import ApplicationError
 from facts.models import Fact
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.admin import TenantScopedAdmin
+from tenancy.admin import TenantScopedAdmin
 
 from . import services
 from .models import Episode

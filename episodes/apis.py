@@ -7,7 +7,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from facts.apis import CommaSeparatedChoicesField, FactOutputSerializer, UserIdField
-from memoryproject.tenancy.authentication import request_tenant
+from tenancy.authentication import request_tenant
 
 from . import selectors, services
 from .models import Episode

@@ -5,8 +5,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import search_text
+from core.text import search_text
+from tenancy.models import Tenant
 
 MAX_DATES_IN_SEARCH_TEXT = 20
 

@@ -9,11 +9,11 @@ from django.db import connection
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from ai.services import active_embedding_model, embed_query
+from core.db import vector_literal
+from core.text import query_terms
 from facts.models import Fact
-from memoryproject.ai.services import active_embedding_model, embed_query
-from memoryproject.db import vector_literal
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import query_terms
+from tenancy.models import Tenant
 
 from .models import Episode
 

@@ -18,13 +18,13 @@ from django.utils.dateparse import parse_datetime
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
+from ai.chat import get_chat
+from ai.errors import AIProviderError
+from ai.services import active_embedding_model, embed_query
+from core.errors import ApplicationError
+from core.text import STOP_WORDS
 from facts.services import USER_ID_PATTERN, facts_extract, validate_user_id
-from memoryproject.ai.chat import get_chat
-from memoryproject.ai.errors import AIProviderError
-from memoryproject.ai.services import active_embedding_model, embed_query
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import STOP_WORDS
+from tenancy.models import Tenant
 
 from .models import Episode
 

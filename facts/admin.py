@@ -3,8 +3,8 @@ from collections.abc import Callable
 from django.contrib import admin, messages
 from django.utils.html import format_html
 
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.admin import TenantScopedAdmin
+from core.errors import ApplicationError
+from tenancy.admin import TenantScopedAdmin
 
 from . import services
 from .models import Fact, FactConflict, FactEvent

@@ -28,9 +28,9 @@ from django.db import DatabaseError, connection, models, transaction
 from django.db.models import signals
 from django.utils import timezone
 
+from core.errors import ApplicationError
 from episodes.models import Episode
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.models import Tenant
+from tenancy.models import Tenant
 
 from .forgetting_selectors import POLICY_FIELDS, forget_policy_defaults, forget_policy_get
 from .models import Fact, FactConflict, FactEvent, ForgetPolicy, ForgetRun

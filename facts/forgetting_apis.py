@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from memoryproject.tenancy.authentication import request_tenant
+from tenancy.authentication import request_tenant
 
 from . import forgetting, forgetting_selectors
 from .apis import FactCursorPagination, FactOutputSerializer, actor_of

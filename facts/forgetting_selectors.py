@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from memoryproject.tenancy.models import Tenant
+from tenancy.models import Tenant
 
 from .models import ForgetPolicy, ForgetRun
 

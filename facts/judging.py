@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from memoryproject.text import CJK
+from core.text import CJK
 
 
 class Relation(StrEnum):

@@ -2,7 +2,7 @@
 
 from datetime import datetime
 
-from memoryproject.ai.chat import OpenAIChat
+from ai.chat import OpenAIChat
 
 from .extraction_rules import ExtractedFact
 from .judging import Judgement, Relation

@@ -5,8 +5,8 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import VectorField
 
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import search_text
+from core.text import search_text
+from tenancy.models import Tenant
 
 
 class Fact(models.Model):

@@ -8,10 +8,10 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from memoryproject.ai.services import active_embedding_model, embed_query
-from memoryproject.db import parse_timestamps_in_c, vector_from_binary, vector_literal
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import query_terms
+from ai.services import active_embedding_model, embed_query
+from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
+from core.text import query_terms
+from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent
 

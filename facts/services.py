@@ -12,12 +12,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from memoryproject.ai.chat import get_chat
-from memoryproject.ai.errors import AIProviderError
-from memoryproject.ai.services import active_embedding_model, embed_query, embed_texts
-from memoryproject.db import copy_insert
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.models import Tenant
+from ai.chat import get_chat
+from ai.errors import AIProviderError
+from ai.services import active_embedding_model, embed_query, embed_texts
+from core.db import copy_insert
+from core.errors import ApplicationError
+from tenancy.models import Tenant
 
 from .extraction_rules import extract_by_rules
 from .judging import Judgement, Relation, judge_by_rules

@@ -5,7 +5,7 @@ from dataclasses import asdict
 
 from django_q.tasks import async_task
 
-from memoryproject.tenancy.models import Tenant
+from tenancy.models import Tenant
 
 from .forgetting import forget_policy_apply
 from .forgetting_selectors import forget_sweep_tenants

@@ -4,7 +4,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from facts.admin import apply_to_each
-from memoryproject.tenancy.admin import TenantScopedAdmin
+from tenancy.admin import TenantScopedAdmin
 
 from . import services
 from .models import Document, KBChunk

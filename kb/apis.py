@@ -8,9 +8,9 @@ from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.errors import ApplicationError
 from memoryproject.apis import DocumentHitOutputSerializer
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.authentication import request_tenant
+from tenancy.authentication import request_tenant
 
 from . import selectors, services
 from .models import Document, KBChunk

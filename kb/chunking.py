@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 
-from memoryproject.text import CJK, estimate_tokens
+from core.text import CJK, estimate_tokens
 
 CONTENT_TYPES = frozenset({"markdown", "text", "rst", "html", "pdf", "code"})
 MIN_MAX_TOKENS = 20

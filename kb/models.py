@@ -4,8 +4,8 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import HnswIndex, VectorField
 
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import search_text
+from core.text import search_text
+from tenancy.models import Tenant
 
 
 class Document(models.Model):

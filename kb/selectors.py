@@ -10,11 +10,11 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
-from memoryproject.ai.services import active_embedding_model, embed_query
+from ai.services import active_embedding_model, embed_query
+from core.db import vector_literal
+from core.text import query_terms
 from memoryproject.context import DocumentHit
-from memoryproject.db import vector_literal
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import query_terms
+from tenancy.models import Tenant
 
 from .models import Document, KBChunk
 

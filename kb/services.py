@@ -16,9 +16,9 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 
-from memoryproject.ai.services import active_embedding_model, embed_texts
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.models import Tenant
+from ai.services import active_embedding_model, embed_texts
+from core.errors import ApplicationError
+from tenancy.models import Tenant
 
 from .chunking import CONTENT_TYPES, MIN_MAX_TOKENS, Chunk, chunk_document
 from .loaders import (

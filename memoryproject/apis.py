@@ -5,15 +5,15 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ai.checks import embedding_dimension_problems
+from ai.embedders import get_embedder
+from ai.errors import AIProviderError
+from ai.services import cache_stats
+from core.db import database_status
 from facts.apis import ScoredFactOutputSerializer, SearchFiltersSerializer
+from tenancy.authentication import request_tenant
 
-from .ai.checks import embedding_dimension_problems
-from .ai.embedders import get_embedder
-from .ai.errors import AIProviderError
-from .ai.services import cache_stats
 from .context import context_build
-from .selectors import database_status
-from .tenancy.authentication import request_tenant
 
 
 class HealthApi(APIView):

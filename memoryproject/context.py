@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
+from ai.services import embed_query
+from core.text import estimate_tokens
 from facts.models import Fact
 from facts.selectors import ScoredFact, facts_search
 from facts.services import facts_record_usage
-from memoryproject.ai.services import embed_query
-from memoryproject.tenancy.models import Tenant
-from memoryproject.text import estimate_tokens
+from tenancy.models import Tenant
 
 COLD_START_FACTS = 3
 COLD_START_HINT = (

@@ -38,8 +38,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_q",
     "memoryproject",
-    "memoryproject.tenancy",
-    "memoryproject.ai",
+    "tenancy",
+    "ai",
     "facts",
     "episodes",
     "kb",
@@ -105,11 +105,11 @@ STATIC_ROOT = BASE_DIR / "var" / "static"
 
 # --- API ----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["memoryproject.tenancy.authentication.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "memoryproject.api_errors.api_exception_handler",
+    "EXCEPTION_HANDLER": "core.api_errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "memoryproject.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
@@ -124,7 +124,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
-# --- Embeddings and chat (memoryproject.ai) -----------------------------------------------------
+# --- Embeddings and chat (ai) -----------------------------------------------------
 # local = all-MiniLM-L6-v2 offline (the default when the `local` extra is installed), openai = any
 # OpenAI-compatible endpoint, hash = deterministic feature hashing (no model).
 EMBEDDING_PROVIDER = env(

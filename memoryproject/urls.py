@@ -2,8 +2,9 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from tenancy.apis import WhoAmIApi
+
 from .apis import ContextApi, HealthApi
-from .tenancy.apis import WhoAmIApi
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -5,8 +5,8 @@ import itertools
 from rest_framework.test import APIClient
 
 from facts.models import Fact
-from memoryproject.tenancy.models import Tenant
-from memoryproject.tenancy.services import tenant_create
+from tenancy.models import Tenant
+from tenancy.services import tenant_create
 
 _names = itertools.count(1)
 

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from memoryproject.ai.embedders import HashEmbedder
+from ai.embedders import HashEmbedder
 
 API_KEY = "sk-test-fake"
 

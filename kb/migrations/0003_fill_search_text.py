@@ -2,7 +2,7 @@
 
 from django.db import migrations
 
-from memoryproject.text import search_text
+from core.text import search_text
 
 BATCH = 1000
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from memoryproject.ai.chat import get_chat, schema_errors
-from memoryproject.ai.errors import AIProviderError
+from ai.chat import get_chat, schema_errors
+from ai.errors import AIProviderError
 from tests.fake_openai import Failure
 
 SCHEMA = {

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from memoryproject.ai.embedders import HashEmbedder, LocalEmbedder, get_embedder
-from memoryproject.ai.errors import AIProviderError
+from ai.embedders import HashEmbedder, LocalEmbedder, get_embedder
+from ai.errors import AIProviderError
 from tests.fake_openai import Failure
 
 
@@ -104,7 +104,7 @@ class TestOpenAIEmbedder:
 
 @pytest.fixture(scope="module")
 def local_embedder():
-    from memoryproject.ai.embedders import EmbedderConfig
+    from ai.embedders import EmbedderConfig
 
     config = EmbedderConfig(
         provider="local",

@@ -7,10 +7,10 @@ import pytest
 from django.core.management import call_command
 from pgvector.django import CosineDistance
 
+from ai.checks import check_embedding_dimensions, embedding_dimension_problems, vector_columns
+from ai.models import EmbeddingCache
+from ai.services import active_embedding_model, cache_stats, embed_query, embed_texts
 from facts.models import Fact
-from memoryproject.ai.checks import check_embedding_dimensions, embedding_dimension_problems, vector_columns
-from memoryproject.ai.models import EmbeddingCache
-from memoryproject.ai.services import active_embedding_model, cache_stats, embed_query, embed_texts
 from tests.factories import make_fact
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from django.contrib.auth.models import Permission
 from django.test import Client
 
 from episodes.models import Episode
-from memoryproject.tenancy.services import tenant_membership_add
+from tenancy.services import tenant_membership_add
 from tests.episodes.factories import TURN_1, conversation
 from tests.factories import client_with_key
 

@@ -9,11 +9,11 @@ import pytest
 from django.db import connection
 
 import facts.services
+from core.errors import ApplicationError
 from episodes import services
 from episodes.models import Episode
 from episodes.services import episode_extract, episode_retry, episode_store, new_messages, summary_extractive
 from facts.models import Fact
-from memoryproject.exceptions import ApplicationError
 from tests.episodes.factories import TURN_1, TURN_2
 
 pytestmark = pytest.mark.django_db

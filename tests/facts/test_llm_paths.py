@@ -5,9 +5,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from ai.errors import AIProviderError
 from facts.models import Fact
 from facts.services import fact_remember, facts_extract
-from memoryproject.ai.errors import AIProviderError
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("openai_settings")]
 

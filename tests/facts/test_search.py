@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from django.db import connection
 
+from ai.services import embed_query
 from facts.models import Fact
 from facts.selectors import MAX_QUERY_TERMS, facts_search, facts_search_statement
 from facts.services import fact_reject, fact_remember, facts_import
-from memoryproject.ai.services import embed_query
 
 pytestmark = pytest.mark.django_db
 

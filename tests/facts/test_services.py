@@ -7,6 +7,8 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
+from ai.services import embed_query
+from core.errors import ApplicationError
 from facts.models import Fact, FactConflict, FactEvent
 from facts.selectors import fact_events, facts_list
 from facts.services import (
@@ -19,8 +21,6 @@ from facts.services import (
     facts_import,
     facts_record_usage,
 )
-from memoryproject.ai.services import embed_query
-from memoryproject.exceptions import ApplicationError
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from django.test import Client
 
 from facts.forgetting import forget_policy_apply, forget_policy_set
 from facts.models import Fact, ForgetPolicy, ForgetRun
-from memoryproject.tenancy.services import tenant_membership_add
+from tenancy.services import tenant_membership_add
 
 from .conftest import add, age, status_of
 

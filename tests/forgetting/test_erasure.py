@@ -12,7 +12,7 @@ from episodes.models import Episode
 from facts.forgetting import user_erase
 from facts.models import Fact, FactConflict, FactEvent
 from facts.services import fact_remember
-from memoryproject.tenancy.services import tenant_membership_add
+from tenancy.services import tenant_membership_add
 
 from .conftest import add
 

@@ -9,13 +9,13 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
 from django.db.models import signals
 
+from core.errors import ApplicationError
 from facts import forgetting
 from facts.forgetting import fact_restore, forget_policy_apply, forget_policy_reset, forget_policy_set
 from facts.forgetting_selectors import forget_policy_get
 from facts.models import Fact, FactConflict, FactEvent, ForgetPolicy, ForgetRun
 from facts.selectors import fact_events, facts_search
 from facts.services import fact_remember, facts_record_usage
-from memoryproject.exceptions import ApplicationError
 
 from .conftest import add, age, status_of
 

@@ -9,7 +9,7 @@ from kb.loaders import load_document
 from kb.models import Document, KBChunk
 from kb.selectors import document_by_doc_id
 from kb.services import document_index, document_index_loaded
-from memoryproject.tenancy.services import tenant_membership_add
+from tenancy.services import tenant_membership_add
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db

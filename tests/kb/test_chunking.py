@@ -4,8 +4,8 @@ import random
 
 import pytest
 
+from core.text import estimate_tokens
 from kb.chunking import Chunk, chunk_document
-from memoryproject.text import estimate_tokens
 
 RUNBOOK = """\
 # Payments API

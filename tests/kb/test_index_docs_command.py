@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from ai.embedders import HashEmbedder
 from kb.models import Document, KBChunk
 from kb.selectors import document_by_doc_id, document_chunks
-from memoryproject.ai.embedders import HashEmbedder
 from tests.factories import make_tenant
 from tests.fake_openai import Failure
 from tests.kb.test_loaders import minimal_pdf

@@ -3,10 +3,10 @@
 import pytest
 from django.core.exceptions import ValidationError
 
+from ai.embedders import HashEmbedder
 from kb.models import Document, KBChunk
 from kb.selectors import document_by_doc_id, document_chunks, documents_list
 from kb.services import document_delete, document_index, documents_prune
-from memoryproject.ai.embedders import HashEmbedder
 from tests.factories import make_tenant
 
 GUIDE = """\

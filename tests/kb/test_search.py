@@ -7,11 +7,11 @@ from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
 
+from core.text import query_terms
 from kb.models import KBChunk
 from kb.selectors import document_by_doc_id, document_chunks, kb_search
 from kb.services import document_index
 from memoryproject.context import DocumentHit
-from memoryproject.text import query_terms
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from memoryproject.tenancy.services import tenant_membership_add
+from tenancy.services import tenant_membership_add
 from tests.factories import make_fact
 
 pytestmark = pytest.mark.django_db

@@ -4,7 +4,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from memoryproject.tenancy.services import api_key_revoke
+from tenancy.services import api_key_revoke
 from tests.factories import client_with_key, make_fact
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from memoryproject.tenancy.models import Tenant
+from tenancy.models import Tenant
 from tests.factories import client_with_key
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from facts.forgetting import forget_policy_apply
 from facts.forgetting_selectors import forget_sweep_tenants
-from memoryproject.tenancy.selectors import tenant_get_by_name
+from tenancy.selectors import tenant_get_by_name
 
 COLUMNS = [
     ("tenant", "{:<24}"),

@@ -2,11 +2,11 @@ import time
 
 from django.core.management.base import BaseCommand, CommandError
 
+from core.errors import ApplicationError
+from core.progress import Progress
 from kb.chunking import MIN_MAX_TOKENS
 from kb.services import IndexRun, documents_index_plan, index_plan_build
-from memoryproject.exceptions import ApplicationError
-from memoryproject.progress import Progress
-from memoryproject.tenancy.selectors import tenant_get_by_name
+from tenancy.selectors import tenant_get_by_name
 
 
 class Command(BaseCommand):

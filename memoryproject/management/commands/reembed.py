@@ -1,11 +1,11 @@
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryproject.ai.errors import AIProviderError
-from memoryproject.ai.services import active_embedding_model
-from memoryproject.progress import Progress
-from memoryproject.services import embedding_columns_resize, embeddings_reembed, stale_embedding_counts
-from memoryproject.tenancy.selectors import tenant_get_by_name
+from ai.errors import AIProviderError
+from ai.maintenance import embedding_columns_resize, embeddings_reembed, stale_embedding_counts
+from ai.services import active_embedding_model
+from core.progress import Progress
+from tenancy.selectors import tenant_get_by_name
 
 
 class Command(BaseCommand):

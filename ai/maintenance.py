@@ -4,10 +4,10 @@ from collections.abc import Callable
 
 from django.db import connection, transaction
 
-from memoryproject.ai.checks import vector_column_sizes, vector_columns
-from memoryproject.ai.models import EmbeddingCache
-from memoryproject.ai.services import active_embedding_model, embed_texts
-from memoryproject.tenancy.models import Tenant
+from ai.checks import vector_column_sizes, vector_columns
+from ai.models import EmbeddingCache
+from ai.services import active_embedding_model, embed_texts
+from tenancy.models import Tenant
 
 
 def embedding_columns_resize(*, dimensions: int) -> list[str]:

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from memoryproject.tenancy.services import demo_access_ensure
+from tenancy.services import demo_access_ensure
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from memoryproject.ai.services import embedding_cache_clear
+from ai.services import embedding_cache_clear
 
 
 class Command(BaseCommand):

@@ -4,10 +4,11 @@ import datetime
 import functools
 import struct
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import psycopg
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.db.models import Field, Model
 from pgvector.django import VectorField
 
@@ -80,3 +81,23 @@ def _copy_type(field: Field) -> str:
     if isinstance(field, VectorField):
         return "bytea"
     return field.db_type(connection).split("(")[0]  # varchar(255) -> varchar
+
+
+@dataclass(frozen=True)
+class DatabaseStatus:
+    reachable: bool
+    server_version: str | None = None
+    pgvector_version: str | None = None
+    error: str | None = None
+
+
+def database_status() -> DatabaseStatus:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            server_version = cursor.fetchone()[0]
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+    except DatabaseError as exc:
+        return DatabaseStatus(reachable=False, error=str(exc).strip().splitlines()[0])
+    return DatabaseStatus(reachable=True, server_version=server_version, pgvector_version=row and row[0])

@@ -1,4 +1,4 @@
-"""Errors that services raise; memoryproject.api_errors presents them to API callers."""
+"""Errors that services raise; core.api_errors presents them to API callers."""
 
 from http import HTTPStatus
 

@@ -1,26 +1,21 @@
-import hashlib
 import secrets
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from memoryproject.exceptions import ApplicationError
+from core.errors import ApplicationError
 
+from .keys import KEY_PREFIX, api_key_generate, api_key_hash
 from .models import ApiKey, Tenant, TenantMembership
-
-KEY_PREFIX = "mp_"
+from .selectors import api_key_find_active
 
 
 @dataclass(frozen=True)
 class IssuedKey:
     api_key: ApiKey
     key: str  # the only time the clear key exists; it is never stored
-
-
-def api_key_hash(key: str) -> str:
-    # Keys carry 256 random bits, so a fast hash is enough: there is nothing to brute-force.
-    return hashlib.sha256(key.encode()).hexdigest()
 
 
 def tenant_create(*, name: str) -> tuple[Tenant, IssuedKey]:
@@ -37,7 +32,7 @@ def tenant_create(*, name: str) -> tuple[Tenant, IssuedKey]:
 
 
 def api_key_create(*, tenant: Tenant, name: str = "") -> IssuedKey:
-    key = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = api_key_generate()
     api_key = ApiKey(tenant=tenant, name=name, prefix=key[: len(KEY_PREFIX) + 8], key_hash=api_key_hash(key))
     api_key.full_clean()
     with transaction.atomic():
@@ -74,10 +69,6 @@ def demo_access_ensure(
     `saved` is what an earlier run returned (the clear key and password live only there), so re-runs
     reuse them instead of issuing new ones.
     """
-    from django.contrib.auth import get_user_model
-
-    from .selectors import api_key_find_active
-
     with transaction.atomic():
         tenant = Tenant.objects.filter(name=tenant_name).first()
         if tenant is None:

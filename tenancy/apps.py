@@ -2,6 +2,6 @@ from django.apps import AppConfig
 
 
 class TenancyConfig(AppConfig):
-    name = "memoryproject.tenancy"
+    name = "tenancy"
     label = "tenancy"
     verbose_name = "Tenants and API keys"

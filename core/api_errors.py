@@ -7,7 +7,7 @@ from rest_framework import exceptions
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
-from .exceptions import ApplicationError
+from .errors import ApplicationError
 
 
 def error_body(code: str, message: str, details: dict | None = None) -> dict:

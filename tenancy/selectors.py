@@ -1,7 +1,7 @@
 from django.db.models import QuerySet
 
+from .keys import KEY_PREFIX, api_key_hash
 from .models import ApiKey, Tenant
-from .services import KEY_PREFIX, api_key_hash
 
 
 def api_key_find_active(*, key: str) -> ApiKey | None:

@@ -1,6 +1,6 @@
 from http import HTTPStatus
 
-from memoryproject.exceptions import ApplicationError
+from core.errors import ApplicationError
 
 
 class AIProviderError(ApplicationError):

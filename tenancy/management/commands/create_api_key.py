@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryproject.tenancy.selectors import tenant_get_by_name
-from memoryproject.tenancy.services import api_key_create
+from tenancy.selectors import tenant_get_by_name
+from tenancy.services import api_key_create
 
 
 class Command(BaseCommand):

@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from memoryproject.exceptions import ApplicationError
-from memoryproject.tenancy.services import tenant_create
+from core.errors import ApplicationError
+from tenancy.services import tenant_create
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
-from memoryproject.text import CJK
+from core.text import CJK
 
 from .errors import AIProviderError
 from .openai_calls import call_openai

@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class AiConfig(AppConfig):
-    name = "memoryproject.ai"
+    name = "ai"
     label = "ai"
     verbose_name = "Embeddings and chat models"
 

@@ -1,0 +1,2 @@
+"""The bottom layer: errors, pagination, locks, ids, text, database helpers. Everything may import it; it imports
+no app of this project."""
