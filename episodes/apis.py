@@ -2,24 +2,16 @@
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from facts.apis import CommaSeparatedChoicesField, FactOutputSerializer, UserIdField
+from core.api_fields import CommaSeparatedChoicesField, IdentifierField
+from core.pagination import paginated_response
+from facts.apis import FactOutputSerializer
 from tenancy.authentication import request_tenant
 
 from . import selectors, services
 from .models import Episode
-
-
-class SessionIdField(serializers.RegexField):
-    def __init__(self, **kwargs):
-        super().__init__(
-            services.USER_ID_PATTERN,
-            error_messages={"invalid": "Must be 1-255 characters without spaces or control characters."},
-            **kwargs,
-        )
 
 
 class MessageSerializer(serializers.Serializer):
@@ -58,17 +50,10 @@ class EpisodeOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class EpisodeCursorPagination(CursorPagination):
-    ordering = "-id"
-    page_size = 50
-    page_size_query_param = "limit"
-    max_page_size = 500
-
-
 class EpisodeListCreateApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        user_id = UserIdField()
-        session_id = SessionIdField(required=False)
+        user_id = IdentifierField()
+        session_id = IdentifierField(required=False)
         agent_id = serializers.CharField(required=False, max_length=255)
         status = CommaSeparatedChoicesField(Episode.ExtractionStatus.values, required=False)
 
@@ -76,8 +61,8 @@ class EpisodeListCreateApi(APIView):
         class Meta:
             ref_name = "EpisodeStoreInput"  # a unique schema component name
 
-        user_id = UserIdField()
-        session_id = SessionIdField()
+        user_id = IdentifierField()
+        session_id = IdentifierField()
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
         messages = serializers.ListField(child=MessageSerializer(), allow_empty=False)
         extract = serializers.BooleanField(default=True)
@@ -107,9 +92,7 @@ class EpisodeListCreateApi(APIView):
             agent_id=data.get("agent_id"),
             statuses=data.get("status"),
         )
-        paginator = EpisodeCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(EpisodeListOutputSerializer(page, many=True).data)
+        return paginated_response(request, self, queryset, EpisodeListOutputSerializer)
 
     @extend_schema(request=InputSerializer, responses={202: OutputSerializer}, operation_id="episodes_store")
     def post(self, request):
@@ -168,10 +151,10 @@ class EpisodeSearchApi(APIView):
         class Meta:
             ref_name = "EpisodeSearchInput"  # a unique schema component name
 
-        user_id = UserIdField()
+        user_id = IdentifierField()
         query = serializers.CharField(max_length=4000)
         limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
-        session_id = SessionIdField(required=False)
+        session_id = IdentifierField(required=False)
         agent_id = serializers.CharField(required=False, max_length=255)
 
     class OutputSerializer(serializers.Serializer):

@@ -5,16 +5,13 @@ import logging
 import math
 import re
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
@@ -22,8 +19,11 @@ from ai.chat import get_chat
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
+from core.locks import LockNamespace, is_locked, session_lock
 from core.text import STOP_WORDS
-from facts.services import USER_ID_PATTERN, facts_extract, validate_user_id
+from core.timestamps import parse_timestamp, timestamp_text
+from core.validation import validate_identifier, validate_user_id
+from facts.services import facts_extract
 from tenancy.models import Tenant
 
 from .models import Episode
@@ -32,8 +32,6 @@ logger = logging.getLogger(__name__)
 
 ROLES = ("user", "assistant", "system", "tool")
 EXTRACT_TASK = "episodes.tasks.episode_extract"
-# pg_advisory_lock(class, episode id) serialises the extraction runs of one episode ("EPIS").
-RUN_LOCK_CLASS = 0x45504953
 Status = Episode.ExtractionStatus
 
 
@@ -45,12 +43,6 @@ class StoreResult:
 
 
 # --- validation ---------------------------------------------------------------------------------
-
-
-def validate_session_id(session_id: str) -> str:
-    if not isinstance(session_id, str) or not USER_ID_PATTERN.match(session_id):
-        raise ValidationError({"session_id": "Must be 1-255 characters without spaces or control characters."})
-    return session_id
 
 
 def _too_large(message: str, field: str) -> ApplicationError:
@@ -86,29 +78,15 @@ def clean_messages(messages) -> list[dict]:
                 "(EPISODES_MAX_MESSAGE_CHARS).",
                 f"{field}.content",
             )
-        timestamp = _clean_timestamp(message.get("timestamp"), f"{field}.timestamp")
-        cleaned.append({"role": message["role"], "content": content, "timestamp": timestamp})
+        timestamp = parse_timestamp(message.get("timestamp"), field=f"{field}.timestamp")
+        cleaned.append(
+            {"role": message["role"], "content": content, "timestamp": timestamp and timestamp_text(timestamp)}
+        )
     return cleaned
 
 
-def _clean_timestamp(value, field: str) -> str | None:
-    if value is None or value == "":
-        return None
-    parsed = value if isinstance(value, datetime) else None
-    if isinstance(value, str):
-        try:
-            parsed = parse_datetime(value)
-        except ValueError:
-            parsed = None
-    if parsed is None:
-        raise ValidationError({field: "Must be an ISO 8601 date and time, e.g. 2024-05-01T14:30:00Z."})
-    if timezone.is_naive(parsed):
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).isoformat().replace("+00:00", "Z")  # as the API writes every other time
-
-
 def _time_of(message: dict) -> datetime | None:
-    return datetime.fromisoformat(message["timestamp"]) if message.get("timestamp") else None
+    return parse_timestamp(message.get("timestamp"), field="timestamp")
 
 
 # --- which posted messages are new ---------------------------------------------------------------
@@ -189,7 +167,7 @@ def episode_store(
     the background extraction after commit. extract=False keeps this request's messages out of fact extraction
     (they are still stored, summarised and searchable). All or nothing: over a limit, nothing is stored."""
     user_id = validate_user_id(user_id)
-    session_id = validate_session_id(session_id)
+    session_id = validate_identifier(session_id, field="session_id")
     agent_id = agent_id or ""
     posted = clean_messages(messages)
     now = timezone.now()
@@ -262,7 +240,8 @@ def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
         except Episode.DoesNotExist:
             raise ApplicationError("Episode not found.", code="not_found", status_code=404) from None
         status = episode.extraction_status
-        if status in (Status.DONE, Status.SKIPPED) or (status == Status.RUNNING and _run_in_progress(episode.pk)):
+        running = status == Status.RUNNING and is_locked(LockNamespace.EPISODE_EXTRACTION, episode.pk)
+        if status in (Status.DONE, Status.SKIPPED) or running:
             raise ApplicationError(
                 f"Only a failed or stalled extraction can be retried; this one is {status}.",
                 code="conflict",
@@ -286,7 +265,8 @@ def episode_extract(*, episode_id: int) -> str:
     on the episode (status failed, the error kept) and re-raised, so django-q retries, until
     EPISODES_EXTRACTION_MAX_ATTEMPTS runs have failed; then the episode stays failed until retried.
     """
-    with _run_lock(episode_id):
+    # Held across the run's transactions (released if the process dies), so runs of one episode never overlap.
+    with session_lock(LockNamespace.EPISODE_EXTRACTION, episode_id):
         message_count = _claim(episode_id)
         if message_count is None:
             return "up to date"
@@ -298,30 +278,6 @@ def episode_extract(*, episode_id: int) -> str:
                 raise
             return Status.FAILED
         return _finish(episode_id, message_count, skip_reason, summary)
-
-
-@contextmanager
-def _run_lock(episode_id: int) -> Iterator[None]:
-    """A session-level advisory lock: held across the run's transactions, released if the process dies."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", [RUN_LOCK_CLASS, episode_id % 2**31])
-    try:
-        yield
-    finally:
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUN_LOCK_CLASS, episode_id % 2**31])
-        except DatabaseError:
-            logger.warning("could not release the run lock of episode %s (connection lost: it is gone)", episode_id)
-
-
-def _run_in_progress(episode_id: int) -> bool:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s, %s)", [RUN_LOCK_CLASS, episode_id % 2**31])
-        (free,) = cursor.fetchone()
-        if free:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [RUN_LOCK_CLASS, episode_id % 2**31])
-    return not free
 
 
 def _claim(episode_id: int) -> int | None:

@@ -1,31 +1,11 @@
-from collections.abc import Callable
-
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.utils.html import format_html
 
-from core.errors import ApplicationError
+from core.admin import apply_to_each, staff_actor
 from tenancy.admin import TenantScopedAdmin
 
 from . import services
 from .models import Fact, FactConflict, FactEvent
-
-
-def staff_actor(request) -> str:
-    return f"staff:{request.user.pk}"
-
-
-def apply_to_each(modeladmin, request, queryset, label: str, call: Callable) -> None:
-    """Run one service per selected row (the same service the API uses) and report what happened."""
-    done, failed = 0, []
-    for row in queryset.order_by("pk"):
-        try:
-            call(row)
-            done += 1
-        except ApplicationError as exc:
-            failed.append(f"#{row.pk}: {exc.message}")
-    modeladmin.message_user(request, f"{label} {done} item(s).")
-    if failed:
-        modeladmin.message_user(request, "Not changed: " + "; ".join(failed), messages.WARNING)
 
 
 @admin.register(Fact)

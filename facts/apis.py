@@ -1,13 +1,13 @@
 """The facts API: thin views that validate, call one service or selector, and present the result."""
 
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, extend_schema_field
+from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenancy.authentication import request_tenant
+from core.api_fields import CommaSeparatedChoicesField, IdentifierField
+from core.pagination import paginated_response
+from tenancy.authentication import request_actor, request_tenant
 
 from . import selectors, services
 from .models import Fact, FactConflict, FactEvent
@@ -42,48 +42,9 @@ class ConflictOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class UserIdField(serializers.RegexField):
-    def __init__(self, **kwargs):
-        super().__init__(
-            services.USER_ID_PATTERN,
-            error_messages={"invalid": "Must be 1-255 characters without spaces or control characters."},
-            **kwargs,
-        )
-
-
-@extend_schema_field(OpenApiTypes.STR)
-class CommaSeparatedChoicesField(serializers.Field):
-    """`?status=active,pending` -> ["active", "pending"], each checked against the choices."""
-
-    def __init__(self, choices, **kwargs):
-        self.choices = list(choices)
-        super().__init__(**kwargs)
-
-    def to_internal_value(self, data):
-        values = [value.strip() for value in str(data).split(",") if value.strip()]
-        unknown = [value for value in values if value not in self.choices]
-        if unknown:
-            raise serializers.ValidationError(f"Unknown value(s) {unknown}; choose from {self.choices}.")
-        return values
-
-    def to_representation(self, value):
-        return ",".join(value)
-
-
-class FactCursorPagination(CursorPagination):
-    ordering = "-id"
-    page_size = 50
-    page_size_query_param = "limit"
-    max_page_size = 500
-
-
-def actor_of(request) -> str:
-    return request.user.actor
-
-
 class FactListCreateApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        user_id = UserIdField()
+        user_id = IdentifierField()
         status = CommaSeparatedChoicesField(Fact.Status.values, required=False)
         category = CommaSeparatedChoicesField(Fact.Category.values, required=False)
         source = CommaSeparatedChoicesField(Fact.Source.values, required=False)
@@ -92,7 +53,7 @@ class FactListCreateApi(APIView):
         validity = serializers.ChoiceField(["current", "superseded", "all"], default="current")
 
     class InputSerializer(serializers.Serializer):
-        user_id = UserIdField()
+        user_id = IdentifierField()
         content = serializers.CharField()
         category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
         confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
@@ -122,9 +83,7 @@ class FactListCreateApi(APIView):
             agent_id=data.get("agent_id"),
             validity=data["validity"],
         )
-        paginator = FactCursorPagination()
-        page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response(FactOutputSerializer(page, many=True).data)
+        return paginated_response(request, self, queryset, FactOutputSerializer)
 
     @extend_schema(
         request=InputSerializer, responses={201: OutputSerializer, 200: OutputSerializer}, operation_id="facts_remember"
@@ -135,7 +94,7 @@ class FactListCreateApi(APIView):
         result = services.fact_remember(
             tenant=request_tenant(request),
             source=Fact.Source.AGENT,
-            actor=actor_of(request),
+            actor=request_actor(request),
             **serializer.validated_data,
         )
         code = status.HTTP_200_OK if result.outcome == "merged" else status.HTTP_201_CREATED
@@ -162,13 +121,13 @@ class FactDetailApi(APIView):
         serializer = self.UpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         fact = services.fact_update(
-            tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request), **serializer.validated_data
+            tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request), **serializer.validated_data
         )
         return Response(FactOutputSerializer(fact).data)
 
     @extend_schema(responses={204: None}, operation_id="facts_delete")
     def delete(self, request, fact_id: int):
-        services.fact_delete(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        services.fact_delete(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -184,14 +143,14 @@ class FactHistoryApi(APIView):
 class FactApproveApi(APIView):
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_approve")
     def post(self, request, fact_id: int):
-        fact = services.fact_approve(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        fact = services.fact_approve(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
 class FactRejectApi(APIView):
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_reject")
     def post(self, request, fact_id: int):
-        fact = services.fact_reject(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        fact = services.fact_reject(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
@@ -199,7 +158,7 @@ class FactImportItemSerializer(serializers.Serializer):
     """The shape of one fact, for the schema: facts_import checks the items itself, once, in a tenth of
     the time a serializer takes (1,000 items per request)."""
 
-    user_id = UserIdField()
+    user_id = IdentifierField()
     content = serializers.CharField()
     category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
     confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
@@ -232,14 +191,14 @@ class FactImportApi(APIView):
         facts = services.facts_import(
             tenant=request_tenant(request),
             facts=envelope.validated_data["facts"],
-            actor=actor_of(request),
+            actor=request_actor(request),
         )
         return Response({"imported": len(facts), "ids": [fact.pk for fact in facts]}, status=status.HTTP_201_CREATED)
 
 
 class ConflictListApi(APIView):
     class FilterSerializer(serializers.Serializer):
-        user_id = UserIdField(required=False)
+        user_id = IdentifierField(required=False)
         status = serializers.ChoiceField(FactConflict.Status.values, required=False)
 
     @extend_schema(
@@ -249,9 +208,7 @@ class ConflictListApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         conflicts = selectors.conflicts_list(tenant=request_tenant(request), **filters.validated_data)
-        paginator = FactCursorPagination()
-        page = paginator.paginate_queryset(conflicts, request, view=self)
-        return paginator.get_paginated_response(ConflictOutputSerializer(page, many=True).data)
+        return paginated_response(request, self, conflicts, ConflictOutputSerializer)
 
 
 class ConflictResolveApi(APIView):
@@ -264,7 +221,7 @@ class ConflictResolveApi(APIView):
         serializer.is_valid(raise_exception=True)
         tenant = request_tenant(request)
         services.conflict_resolve(
-            tenant=tenant, conflict_id=conflict_id, actor=actor_of(request), **serializer.validated_data
+            tenant=tenant, conflict_id=conflict_id, actor=request_actor(request), **serializer.validated_data
         )
         return Response(ConflictOutputSerializer(selectors.conflict_get(tenant=tenant, conflict_id=conflict_id)).data)
 
@@ -281,7 +238,7 @@ class ScoredFactOutputSerializer(serializers.Serializer):
 class SearchFiltersSerializer(serializers.Serializer):
     """Filters shared by fact search and context building."""
 
-    user_id = UserIdField()
+    user_id = IdentifierField()
     query = serializers.CharField(max_length=4000)
     categories = serializers.ListField(child=serializers.ChoiceField(Fact.Category.values), required=False)
     agent_id = serializers.CharField(required=False, max_length=255)

@@ -29,19 +29,18 @@ from django.db.models import signals
 from django.utils import timezone
 
 from core.errors import ApplicationError
+from core.locks import LockNamespace, session_lock, xact_lock
+from core.validation import validate_user_id
 from episodes.models import Episode
 from tenancy.models import Tenant
 
 from .forgetting_selectors import POLICY_FIELDS, forget_policy_defaults, forget_policy_get
 from .models import Fact, FactConflict, FactEvent, ForgetPolicy, ForgetRun
-from .services import lock_user, snapshot, validate_user_id
+from .services import snapshot
 
 logger = logging.getLogger(__name__)
 
 FORGET_ACTOR = "system:forget"
-# Advisory-lock key space of the forgetting sweep: "FORG" in the high 32 bits, the tenant id in the low ones.
-# (The one-bigint key space never meets the two-int4 keys that fact writes lock.)
-_LOCK_NAMESPACE = 0x464F5247 << 32
 _LIVE = [Fact.Status.ACTIVE, Fact.Status.PENDING]
 
 
@@ -125,7 +124,8 @@ def forget_policy_apply(
             if dry_run:
                 _count(rules, report)
             else:
-                with _tenant_lock(tenant) as acquired:
+                # Held across the run's many transactions; a second run of the tenant is skipped, not queued.
+                with session_lock(LockNamespace.FORGET_TENANT, tenant.pk, wait=False) as acquired:
                     if acquired:
                         _archive_unused(rules, report, batch_size)
                         _evict_over_cap(rules, report, batch_size)
@@ -196,24 +196,6 @@ def _rest(started: float) -> None:
     """Between batches, rest FORGET_THROTTLE times as long as the batch took: the sweep yields to the read path."""
     if settings.FORGET_THROTTLE > 0:
         time.sleep(min(5.0, (time.monotonic() - started) * settings.FORGET_THROTTLE))
-
-
-@contextmanager
-def _tenant_lock(tenant: Tenant) -> Iterator[bool]:
-    """A session-level advisory lock (it spans the run's many transactions); yields whether it was free."""
-    key = _LOCK_NAMESPACE | tenant.pk
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_lock(%s)", [key])
-        acquired = cursor.fetchone()[0]
-    try:
-        yield acquired
-    finally:
-        if acquired:
-            try:
-                with connection.cursor() as cursor:
-                    cursor.execute("SELECT pg_advisory_unlock(%s)", [key])
-            except DatabaseError:  # a broken connection has released the lock with itself
-                logger.warning("could not release the forget lock of tenant %s", tenant.pk)
 
 
 class _Rules:
@@ -518,7 +500,7 @@ def user_erase(*, tenant: Tenant, user_id: str, actor: str) -> ErasureReport:
     """
     validate_user_id(user_id)
     with transaction.atomic():
-        lock_user(tenant, user_id)  # no fact of this user can be written half-way through
+        xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)  # no fact of this user is written half-way through
         fact_ids = list(Fact.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True))
         conflicts = FactConflict.objects.filter(tenant=tenant, user_id=user_id)
         conflict_ids = list(conflicts.values_list("pk", flat=True))

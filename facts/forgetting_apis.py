@@ -5,10 +5,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tenancy.authentication import request_tenant
+from core.pagination import paginated_response
+from tenancy.authentication import request_actor, request_tenant
 
 from . import forgetting, forgetting_selectors
-from .apis import FactCursorPagination, FactOutputSerializer, actor_of
+from .apis import FactOutputSerializer
 from .models import Fact, ForgetPolicy, ForgetRun
 
 MAX_DAYS = 36500  # a century: anything longer is a typo, and it keeps date arithmetic in range
@@ -113,9 +114,7 @@ class ForgetRunListApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         runs = forgetting_selectors.forget_runs_list(tenant=request_tenant(request), **filters.validated_data)
-        paginator = FactCursorPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
-        return paginator.get_paginated_response(ForgetRunOutputSerializer(page, many=True).data)
+        return paginated_response(request, self, runs, ForgetRunOutputSerializer)
 
 
 class ForgetRunDetailApi(APIView):
@@ -128,7 +127,7 @@ class ForgetRunDetailApi(APIView):
 class FactRestoreApi(APIView):
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
     def post(self, request, fact_id: int):
-        fact = forgetting.fact_restore(tenant=request_tenant(request), fact_id=fact_id, actor=actor_of(request))
+        fact = forgetting.fact_restore(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
@@ -153,5 +152,5 @@ class UserEraseApi(APIView):
     @extend_schema(request=None, responses={200: OutputSerializer}, operation_id="users_erase")
     def delete(self, request, user_id: str):
         """Erase everything this tenant holds about the user (idempotent: a second call deletes nothing)."""
-        report = forgetting.user_erase(tenant=request_tenant(request), user_id=user_id, actor=actor_of(request))
+        report = forgetting.user_erase(tenant=request_tenant(request), user_id=user_id, actor=request_actor(request))
         return Response(self.OutputSerializer({"user_id": user_id, "deleted": report}).data)

@@ -1,7 +1,6 @@
 """Writes to the fact store: remember (dedupe, supersede, conflict), review, usage, import, extraction."""
 
 import logging
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -10,13 +9,15 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from ai.chat import get_chat
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query, embed_texts
 from core.db import copy_insert
 from core.errors import ApplicationError
+from core.locks import LockNamespace, xact_lock
+from core.timestamps import parse_timestamp
+from core.validation import validate_user_id
 from tenancy.models import Tenant
 
 from .extraction_rules import extract_by_rules
@@ -30,7 +31,6 @@ logger = logging.getLogger(__name__)
 SYSTEM = "system"
 # Set by the service itself, not by callers; the field validators (range, choices) still run.
 FULL_CLEAN_EXCLUDE = ["tenant", "embedding", "source_episode", "superseded_by", "valid_from"]
-USER_ID_PATTERN = re.compile(r"^[^\s\x00-\x1f]{1,255}$")
 
 
 @dataclass(frozen=True)
@@ -42,12 +42,6 @@ class RememberResult:
 
 
 # --- validation ---------------------------------------------------------------------------------
-
-
-def validate_user_id(user_id: str) -> str:
-    if not isinstance(user_id, str) or not USER_ID_PATTERN.match(user_id):
-        raise ValidationError({"user_id": "Must be 1-255 characters without spaces or control characters."})
-    return user_id
 
 
 def clean_content(content: str) -> str:
@@ -91,12 +85,6 @@ def _log(fact: Fact, action: str, actor: str, before: dict | None = None, after:
     )
 
 
-def lock_user(tenant: Tenant, user_id: str) -> None:
-    """Serialise writes to one user's memory until commit, so two identical saves cannot both insert."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [tenant.pk, user_id])
-
-
 # --- remember -----------------------------------------------------------------------------------
 
 
@@ -135,7 +123,8 @@ def fact_remember(
     fact.embedding = embed_query(fact.embedding_text())  # before the lock: a slow embedding call must not hold it
 
     with transaction.atomic():
-        lock_user(tenant, fact.user_id)
+        # Writes to one user's memory queue here until commit, so two identical saves cannot both insert.
+        xact_lock(LockNamespace.USER_MEMORY, tenant.pk, fact.user_id)
         neighbours = facts_nearest(
             tenant=tenant, user_id=fact.user_id, vector=fact.embedding, limit=settings.FACTS_JUDGE_CANDIDATES
         )
@@ -495,7 +484,7 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
     agent_id = item.get("agent_id") or ""
     if not isinstance(agent_id, str) or len(agent_id) > 255:
         raise ValidationError({"agent_id": "Must be text of at most 255 characters."})
-    occurred_at = _import_datetime(item, "occurred_at")
+    occurred_at = parse_timestamp(item.get("occurred_at"), field="occurred_at")
     return Fact(
         tenant=tenant,
         user_id=validate_user_id(item.get("user_id")),
@@ -507,25 +496,12 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
         source=Fact.Source.IMPORT,
         pinned=pinned,
         occurred_at=occurred_at,
-        valid_from=_import_datetime(item, "valid_from") or occurred_at or now,
+        valid_from=parse_timestamp(item.get("valid_from"), field="valid_from") or occurred_at or now,
         metadata=metadata,
         embedding_model=model_name,
         created_at=now,
         updated_at=now,
     )
-
-
-def _import_datetime(item: dict, name: str) -> datetime | None:
-    value = item.get(name)
-    if isinstance(value, str):
-        value = parse_datetime(value)
-        if value is None:
-            raise ValidationError({name: "Must be an ISO 8601 date and time."})
-    if value is None:
-        return None
-    if not isinstance(value, datetime):
-        raise ValidationError({name: "Must be an ISO 8601 date and time."})
-    return value if timezone.is_aware(value) else timezone.make_aware(value)
 
 
 # --- extraction ---------------------------------------------------------------------------------

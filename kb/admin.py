@@ -3,7 +3,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
-from facts.admin import apply_to_each
+from core.admin import apply_to_each
 from tenancy.admin import TenantScopedAdmin
 
 from . import services

@@ -3,33 +3,24 @@
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.parsers import JSONParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from core.api_fields import DocIdField
 from core.errors import ApplicationError
+from core.pagination import paginated_response
 from memoryproject.apis import DocumentHitOutputSerializer
 from tenancy.authentication import request_tenant
 
 from . import selectors, services
 from .models import Document, KBChunk
 
-DOC_ID_PATTERN = r"^[^\x00-\x1f\x7f]{1,500}$"
 POSTABLE_CONTENT_TYPES = ["markdown", "text", "rst", "html", "code"]
 # A JSON body escapes what it carries (newlines, quotes, non-ASCII as \uXXXX): the body a text at the limit
 # needs can be several times larger. Past this many times the limit, the body is refused unread.
 JSON_ESCAPING_ALLOWANCE = 4
 MULTIPART_OVERHEAD_BYTES = 64 * 1024  # boundaries and the small form fields beside the file
-
-
-class DocIdField(serializers.RegexField):
-    def __init__(self, **kwargs):
-        super().__init__(
-            DOC_ID_PATTERN,
-            error_messages={"invalid": "Must be 1-500 characters without control characters."},
-            **kwargs,
-        )
 
 
 class DocumentOutputSerializer(serializers.ModelSerializer):
@@ -64,13 +55,6 @@ class DocumentDetailOutputSerializer(DocumentOutputSerializer):
         return ChunkOutputSerializer(self.context["chunks"], many=True).data
 
 
-class DocumentCursorPagination(CursorPagination):
-    ordering = "doc_id"
-    page_size = 50
-    page_size_query_param = "limit"
-    max_page_size = 500
-
-
 class DocumentListCreateApi(APIView):
     parser_classes = [JSONParser, MultiPartParser]
 
@@ -100,9 +84,7 @@ class DocumentListCreateApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
         documents = selectors.documents_with_chunk_counts(tenant=request_tenant(request), **filters.validated_data)
-        paginator = DocumentCursorPagination()
-        page = paginator.paginate_queryset(documents, request, view=self)
-        return paginator.get_paginated_response(DocumentOutputSerializer(page, many=True).data)
+        return paginated_response(request, self, documents, DocumentOutputSerializer, ordering="doc_id")
 
     @extend_schema(
         request={"application/json": TextInputSerializer, "multipart/form-data": FileInputSerializer},

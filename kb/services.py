@@ -14,10 +14,11 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 
 from ai.services import active_embedding_model, embed_texts
 from core.errors import ApplicationError
+from core.locks import LockNamespace, xact_lock
 from tenancy.models import Tenant
 
 from .chunking import CONTENT_TYPES, MIN_MAX_TOKENS, Chunk, chunk_document
@@ -352,8 +353,7 @@ def _document_describe(*, tenant: Tenant, doc_id: str, fields: dict) -> Document
 
 def _document_locked(tenant: Tenant, doc_id: str) -> Document | None:
     """The document row, locked; also serialises two writers of a doc id that does not exist yet."""
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [tenant.pk, f"kb:{doc_id}"])
+    xact_lock(LockNamespace.KB_DOCUMENT, tenant.pk, doc_id)
     return Document.objects.select_for_update().filter(tenant=tenant, doc_id=doc_id).first()
 
 

@@ -50,6 +50,11 @@ def request_tenant(request) -> Tenant:
     return request.user.tenant
 
 
+def request_actor(request) -> str:
+    """How audit records name the caller of this request."""
+    return request.user.actor
+
+
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = ApiKeyAuthentication
     name = "ApiKey"

@@ -10,6 +10,7 @@ from django.db import connection
 
 import facts.services
 from core.errors import ApplicationError
+from core.locks import LockNamespace, session_lock
 from episodes import services
 from episodes.models import Episode
 from episodes.services import episode_extract, episode_retry, episode_store, new_messages, summary_extractive
@@ -203,7 +204,7 @@ def run_held_elsewhere(episode_id: int):
 
     def worker():
         try:
-            with services._run_lock(episode_id):
+            with session_lock(LockNamespace.EPISODE_EXTRACTION, episode_id):
                 held.set()
                 release.wait(10)
         finally:

@@ -7,7 +7,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from facts.forgetting import _tenant_lock, forget_policy_apply
+from core.locks import LockNamespace, session_lock
+from facts.forgetting import forget_policy_apply
 from facts.models import Fact, FactEvent, ForgetRun
 from tests.factories import make_tenant
 from tests.facts.test_concurrency import run_together
@@ -49,7 +50,7 @@ def test_a_run_while_another_holds_the_tenants_lock_is_skipped_and_recorded():
     def hold_the_lock():
         # What a running sweep holds: the tenant's session advisory lock, on its own connection.
         try:
-            with _tenant_lock(tenant) as acquired:
+            with session_lock(LockNamespace.FORGET_TENANT, tenant.pk, wait=False) as acquired:
                 assert acquired
                 holding.set()
                 release.wait(timeout=30)
