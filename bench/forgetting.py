@@ -27,9 +27,9 @@ from django.db import connection  # noqa: E402
 from django.utils import timezone  # noqa: E402
 
 from ai.services import active_embedding_model  # noqa: E402
-from facts.forgetting import forget_policy_apply, forget_policy_set  # noqa: E402
 from facts.models import Fact  # noqa: E402
 from facts.selectors import facts_search  # noqa: E402
+from forgetting.services import forget_policy_apply, forget_policy_set  # noqa: E402
 from tenancy.models import Tenant  # noqa: E402
 from tenancy.services import tenant_create  # noqa: E402
 
@@ -208,8 +208,8 @@ def cleanup(tenant) -> None:
             "DELETE FROM facts_factconflict WHERE tenant_id = %s",
             "DELETE FROM facts_factevent WHERE tenant_id = %s",
             "DELETE FROM facts_fact WHERE tenant_id = %s",
-            "DELETE FROM facts_forgetrun WHERE tenant_id = %s",
-            "DELETE FROM facts_forgetpolicy WHERE tenant_id = %s",
+            "DELETE FROM forgetting_forgetrun WHERE tenant_id = %s",
+            "DELETE FROM forgetting_forgetpolicy WHERE tenant_id = %s",
         ]:
             cursor.execute(sql, [tenant.pk])
     tenant.delete()

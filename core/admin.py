@@ -3,6 +3,9 @@
 from collections.abc import Callable
 
 from django.contrib import messages
+from django.contrib.admin.models import LogEntry
+from django.contrib.contenttypes.models import ContentType
+from django.db.models import QuerySet
 
 from .errors import ApplicationError
 
@@ -24,3 +27,9 @@ def apply_to_each(modeladmin, request, queryset, label: str, call: Callable) -> 
     modeladmin.message_user(request, f"{label} {done} item(s).")
     if failed:
         modeladmin.message_user(request, "Not changed: " + "; ".join(failed), messages.WARNING)
+
+
+def admin_log_entries(model, ids) -> QuerySet[LogEntry]:
+    """The admin's log lines about rows of `model` (they hold each row's text as it was shown)."""
+    content_type = ContentType.objects.get_for_model(model)
+    return LogEntry.objects.filter(content_type=content_type, object_id__in=[str(pk) for pk in ids])

@@ -504,3 +504,15 @@ def _shorten(text: str, limit: int) -> str:
         return text
     cut = text[: limit - 1].rsplit(" ", 1)[0] if " " in text[: limit - 1] else text[: limit - 1]
     return cut.rstrip(" ,;:") + "…"
+
+
+# --- erasure ------------------------------------------------------------------------------------
+
+
+def episodes_erase_user(*, tenant: Tenant, user_id: str) -> list[int]:
+    """Delete every episode of one user (part of the user's erasure; the caller holds the transaction). Returns
+    their ids."""
+    episodes = Episode.objects.filter(tenant=tenant, user_id=user_id)
+    ids = list(episodes.values_list("pk", flat=True))
+    episodes.delete()
+    return ids

@@ -1,3 +1,5 @@
+from collections import defaultdict
+
 from django.contrib import admin
 from django.utils.html import format_html
 
@@ -25,6 +27,17 @@ class FactAdmin(TenantScopedAdmin):
     exclude = ["embedding"]
     raw_id_fields = ["source_episode", "superseded_by"]
     actions = ["approve", "reject", "restore"]
+
+    # Deleting (the built-in action and the delete button) goes through the same service as the API, with its event.
+    def delete_model(self, request, obj):
+        services.fact_delete(tenant=obj.tenant, fact_id=obj.pk, actor=staff_actor(request))
+
+    def delete_queryset(self, request, queryset):
+        by_tenant = defaultdict(list)
+        for fact in queryset.select_related("tenant").order_by("pk"):
+            by_tenant[fact.tenant].append(fact.pk)
+        for tenant, ids in by_tenant.items():
+            services.facts_delete(tenant=tenant, fact_ids=ids, actor=staff_actor(request))
 
     @admin.action(description="Approve selected facts")
     def approve(self, request, queryset):
@@ -56,7 +69,7 @@ class FactAdmin(TenantScopedAdmin):
             request,
             queryset,
             "Restored",
-            lambda fact: fact_restore(tenant=fact.tenant, fact_id=fact.pk, actor=actor),
+            lambda fact: services.fact_restore(tenant=fact.tenant, fact_id=fact.pk, actor=actor),
         )
 
 
@@ -112,79 +125,3 @@ class FactConflictAdmin(TenantScopedAdmin):
     @admin.action(description="Resolve: keep both")
     def keep_both(self, request, queryset):
         self._resolve(request, queryset, FactConflict.Resolution.KEEP_BOTH)
-
-
-# --- forgetting ---------------------------------------------------------------------------------
-# Imported here to keep this section in one piece; they can move to the top of the file.
-from django import forms  # noqa: E402
-
-from .forgetting import fact_restore, forget_policy_apply, forget_policy_set  # noqa: E402
-from .forgetting_selectors import POLICY_FIELDS, forget_policy_defaults  # noqa: E402
-from .models import ForgetPolicy, ForgetRun  # noqa: E402
-
-
-class ForgetPolicyForm(forms.ModelForm):
-    exempt_categories = forms.MultipleChoiceField(
-        choices=Fact.Category.choices,
-        required=False,
-        widget=forms.CheckboxSelectMultiple,
-        help_text="Facts of these categories are never forgotten (nor are pinned facts).",
-    )
-
-    class Meta:
-        model = ForgetPolicy
-        fields = ["tenant", *POLICY_FIELDS]
-        help_texts = {
-            "max_unused_days": "Archive facts neither used nor written for this many days (empty: rule off)…",
-            "min_usage_count": "…and used fewer than this many times.",
-            "max_facts_per_user": "Above this many live facts, the least valuable are archived (empty: no cap).",
-            "archive_retention_days": "Archived facts, and facts superseded, longer ago than this are deleted.",
-        }
-
-
-@admin.register(ForgetPolicy)
-class ForgetPolicyAdmin(TenantScopedAdmin):
-    form = ForgetPolicyForm
-    list_display = [
-        "tenant", "enabled", "max_unused_days", "min_usage_count", "max_facts_per_user", "archive_retention_days",
-        "exempt_categories", "updated_at",
-    ]  # fmt: skip
-    list_filter = ["enabled"]
-    actions = ["preview"]
-
-    def get_readonly_fields(self, request, obj=None):
-        return ["tenant"] if obj is not None else []
-
-    def get_changeform_initial_data(self, request):
-        return {**forget_policy_defaults(), **super().get_changeform_initial_data(request)}
-
-    def save_model(self, request, obj, form, change):
-        # Through the same service as the API, so both validate alike.
-        saved = forget_policy_set(tenant=obj.tenant, **{name: getattr(obj, name) for name in POLICY_FIELDS})
-        obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
-
-    @admin.action(description="Preview (dry run): count what the policy would forget now")
-    def preview(self, request, queryset):
-        for policy in queryset.select_related("tenant").order_by("pk"):
-            report = forget_policy_apply(tenant=policy.tenant, dry_run=True)
-            self.message_user(
-                request,
-                f"Dry run for {policy.tenant}: would archive {report.archived} unused, evict {report.evicted} "
-                f"over the cap, purge {report.purged} ({report.superseded_purged} superseded).",
-            )
-
-
-@admin.register(ForgetRun)
-class ForgetRunAdmin(TenantScopedAdmin):
-    list_display = [
-        "started_at", "tenant", "dry_run", "status", "archived", "evicted", "purged", "superseded_purged",
-        "duration_ms",
-    ]  # fmt: skip
-    list_filter = ["status", "dry_run", "tenant"]
-    date_hierarchy = "started_at"
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False  # a record of what happened

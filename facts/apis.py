@@ -154,6 +154,14 @@ class FactRejectApi(APIView):
         return Response(FactOutputSerializer(fact).data)
 
 
+class FactRestoreApi(APIView):
+    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
+    def post(self, request, fact_id: int):
+        """Bring an archived fact back (until it is purged) with the status it had before."""
+        fact = services.fact_restore(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
+        return Response(FactOutputSerializer(fact).data)
+
+
 class FactImportItemSerializer(serializers.Serializer):
     """The shape of one fact, for the schema: facts_import checks the items itself, once, in a tenth of
     the time a serializer takes (1,000 items per request)."""

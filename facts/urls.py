@@ -10,6 +10,7 @@ urlpatterns = [
     path("facts/<int:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),
     path("facts/<int:fact_id>/approve", apis.FactApproveApi.as_view(), name="fact-approve"),
     path("facts/<int:fact_id>/reject", apis.FactRejectApi.as_view(), name="fact-reject"),
+    path("facts/<int:fact_id>/restore", apis.FactRestoreApi.as_view(), name="fact-restore"),
     path("conflicts", apis.ConflictListApi.as_view(), name="conflicts"),
     path("conflicts/<int:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
 ]

@@ -43,6 +43,8 @@ INSTALLED_APPS = [
     "facts",
     "episodes",
     "kb",
+    "forgetting",
+    "privacy",
 ]
 
 MIDDLEWARE = [
@@ -196,7 +198,7 @@ EPISODES_SUMMARY_INPUT_MAX_CHARS = env.int("EPISODES_SUMMARY_INPUT_MAX_CHARS", d
 # Episode search: fused = w * cosine(summary) + (1 - w) * BM25 over the message text (scaled to the best hit).
 EPISODES_SEARCH_VECTOR_WEIGHT = env.float("EPISODES_SEARCH_VECTOR_WEIGHT", default=0.5)
 
-# --- Forgetting (facts.forgetting) -------------------------------------------------------------------
+# --- Forgetting (forgetting app) -------------------------------------------------------------------
 # The policy of every tenant that has not saved its own (API /api/v1/forget-policy, or the admin).
 FORGET_ENABLED = env.bool("FORGET_ENABLED", default=True)
 # Facts neither used nor written for this many days, and used fewer than FORGET_MIN_USAGE_COUNT times, are

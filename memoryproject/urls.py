@@ -14,7 +14,8 @@ urlpatterns = [
     path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),
     path("api/v1/context", ContextApi.as_view(), name="context"),
     path("api/v1/", include("facts.urls")),
-    path("api/v1/", include("facts.forgetting_urls")),
+    path("api/v1/", include("forgetting.urls")),
+    path("api/v1/", include("privacy.urls")),
     path("api/v1/", include("episodes.urls")),
     path("api/v1/", include("kb.urls")),
 ]

@@ -24,3 +24,12 @@ def tenants_visible_to(*, user) -> QuerySet[Tenant]:
     if user.is_superuser:
         return Tenant.objects.all()
     return Tenant.objects.filter(memberships__user=user)
+
+
+def tenants_active() -> QuerySet[Tenant]:
+    """Every active tenant, by id: what maintenance jobs (the daily forgetting sweep) visit, one tenant at a time."""
+    return Tenant.objects.filter(is_active=True).order_by("pk")
+
+
+def tenant_get(*, tenant_id: int) -> Tenant | None:
+    return Tenant.objects.filter(pk=tenant_id).first()

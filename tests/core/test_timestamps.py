@@ -15,7 +15,7 @@ from core.timestamps import parse_timestamp, timestamp_text
         ("2024-05-01T16:30:00+02:00", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
         ("2024-05-01T14:30:00", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),  # no zone: UTC
         ("2024-05-01 14:30", datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
-        (datetime(2024, 5, 1, 14, 30), datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),
+        (datetime(2024, 5, 1, 14, 30), datetime(2024, 5, 1, 14, 30, tzinfo=UTC)),  # noqa: DTZ001 - naive on purpose
         (None, None),
         ("", None),
     ],

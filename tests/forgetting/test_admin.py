@@ -5,8 +5,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.test import Client
 
-from facts.forgetting import forget_policy_apply, forget_policy_set
-from facts.models import Fact, ForgetPolicy, ForgetRun
+from facts.models import Fact
+from forgetting.models import ForgetPolicy, ForgetRun
+from forgetting.services import forget_policy_apply, forget_policy_set
 from tenancy.services import tenant_membership_add
 
 from .conftest import add, age, status_of
@@ -17,7 +18,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def staff_of_acme(tenant):
     user = get_user_model().objects.create_user("reviewer", password="pw", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="facts"))
+    user.user_permissions.add(*Permission.objects.filter(content_type__app_label__in=["facts", "forgetting"]))
     tenant_membership_add(tenant=tenant, user=user)
     client = Client()
     client.force_login(user)
@@ -43,9 +44,9 @@ def test_the_restore_action_brings_archived_facts_back_and_reports_the_rest(staf
 def test_a_new_policy_starts_from_the_defaults_and_is_saved_through_the_service(staff_of_acme, tenant, settings):
     settings.FORGET_MAX_UNUSED_DAYS = 45
 
-    form = staff_of_acme.get("/admin/facts/forgetpolicy/add/")
+    form = staff_of_acme.get("/admin/forgetting/forgetpolicy/add/")
     response = staff_of_acme.post(
-        "/admin/facts/forgetpolicy/add/",
+        "/admin/forgetting/forgetpolicy/add/",
         {
             "tenant": tenant.pk,
             "enabled": "on",
@@ -69,7 +70,7 @@ def test_a_new_policy_starts_from_the_defaults_and_is_saved_through_the_service(
 
 def test_a_bad_value_in_the_admin_form_is_shown_and_saves_nothing(staff_of_acme, tenant):
     response = staff_of_acme.post(
-        "/admin/facts/forgetpolicy/add/",
+        "/admin/forgetting/forgetpolicy/add/",
         {"tenant": tenant.pk, "max_unused_days": 0, "min_usage_count": 2, "archive_retention_days": 14},
     )
 
@@ -85,13 +86,13 @@ def test_staff_see_only_their_tenants_policies_and_runs(staff_of_acme, tenant, o
     forget_policy_apply(tenant=tenant, dry_run=True)
     forget_policy_apply(tenant=other, dry_run=True)
 
-    policies = staff_of_acme.get("/admin/facts/forgetpolicy/")
-    runs = staff_of_acme.get("/admin/facts/forgetrun/")
+    policies = staff_of_acme.get("/admin/forgetting/forgetpolicy/")
+    runs = staff_of_acme.get("/admin/forgetting/forgetrun/")
 
     assert [policy.tenant for policy in policies.context["cl"].result_list] == [tenant]
     assert [run.tenant for run in runs.context["cl"].result_list] == [tenant]
-    assert staff_of_acme.get(f"/admin/facts/forgetpolicy/{foreign.pk}/change/").status_code == 302
-    add_form = staff_of_acme.get("/admin/facts/forgetpolicy/add/").context["adminform"].form
+    assert staff_of_acme.get(f"/admin/forgetting/forgetpolicy/{foreign.pk}/change/").status_code == 302
+    add_form = staff_of_acme.get("/admin/forgetting/forgetpolicy/add/").context["adminform"].form
     assert list(add_form.fields["tenant"].queryset) == [tenant]
 
 
@@ -101,7 +102,7 @@ def test_the_preview_action_counts_without_changing(staff_of_acme, tenant, now):
     age(fact, now, days=40)
 
     response = staff_of_acme.post(
-        "/admin/facts/forgetpolicy/", {"action": "preview", "_selected_action": [policy.pk]}, follow=True
+        "/admin/forgetting/forgetpolicy/", {"action": "preview", "_selected_action": [policy.pk]}, follow=True
     )
 
     assert "Dry run for acme: would archive 1 unused, evict 0 over the cap" in response.content.decode()
@@ -112,16 +113,16 @@ def test_the_preview_action_counts_without_changing(staff_of_acme, tenant, now):
 def test_runs_are_read_only(staff_of_acme, tenant):
     run = ForgetRun.objects.get(pk=forget_policy_apply(tenant=tenant).run_id)
 
-    assert staff_of_acme.get(f"/admin/facts/forgetrun/{run.pk}/change/").status_code == 200
-    assert staff_of_acme.get("/admin/facts/forgetrun/add/").status_code == 403
-    staff_of_acme.post(f"/admin/facts/forgetrun/{run.pk}/change/", {"archived": 99})
+    assert staff_of_acme.get(f"/admin/forgetting/forgetrun/{run.pk}/change/").status_code == 200
+    assert staff_of_acme.get("/admin/forgetting/forgetrun/add/").status_code == 403
+    staff_of_acme.post(f"/admin/forgetting/forgetrun/{run.pk}/change/", {"archived": 99})
     run.refresh_from_db()
     assert run.archived == 0
 
 
 def test_a_policy_is_changed_in_the_admin_but_not_moved_to_another_tenant(staff_of_acme, tenant, other_tenant_and_key):
     policy = forget_policy_set(tenant=tenant, max_unused_days=11)
-    url = f"/admin/facts/forgetpolicy/{policy.pk}/change/"
+    url = f"/admin/forgetting/forgetpolicy/{policy.pk}/change/"
 
     page = staff_of_acme.get(url)
     response = staff_of_acme.post(

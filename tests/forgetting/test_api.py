@@ -5,8 +5,9 @@ from datetime import timedelta
 import pytest
 
 from episodes.models import Episode
-from facts.forgetting import forget_policy_apply
-from facts.models import Fact, FactConflict, FactEvent, ForgetPolicy
+from facts.models import Fact, FactConflict, FactEvent
+from forgetting.models import ForgetPolicy
+from forgetting.services import forget_policy_apply
 from tests.factories import client_with_key
 
 from .conftest import add, age, status_of

@@ -8,9 +8,9 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 from django_q.models import Schedule
 
-from facts import tasks
-from facts.forgetting import forget_policy_set
-from facts.models import ForgetRun
+from forgetting import tasks
+from forgetting.models import ForgetRun
+from forgetting.services import forget_policy_set
 from tests.factories import make_tenant
 
 from .conftest import add, age, status_of
@@ -32,7 +32,7 @@ class TestSetupSchedules:
         second = run("setup_schedules")
 
         [schedule] = Schedule.objects.filter(name="forget-sweep")
-        assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("facts.tasks.forget_sweep", "D", -1)
+        assert (schedule.func, schedule.schedule_type, schedule.repeats) == ("forgetting.tasks.forget_sweep", "D", -1)
         assert schedule.next_run > timezone.now()
         assert schedule.next_run - timezone.now() <= timedelta(days=1)
         assert schedule.next_run.astimezone(UTC).strftime("%H:%M") == "03:30"
@@ -60,7 +60,7 @@ class TestSetupSchedules:
         run("setup_schedules")
 
         [schedule] = Schedule.objects.filter(name="forget-sweep")
-        assert (schedule.func, schedule.schedule_type) == ("facts.tasks.forget_sweep", "D")
+        assert (schedule.func, schedule.schedule_type) == ("forgetting.tasks.forget_sweep", "D")
 
     def test_a_bad_time_setting_is_an_error_naming_it(self, settings):
         settings.FORGET_SWEEP_TIME = "3 am"

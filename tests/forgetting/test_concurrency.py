@@ -8,8 +8,9 @@ from django.db import connection
 from django.utils import timezone
 
 from core.locks import LockNamespace, session_lock
-from facts.forgetting import forget_policy_apply
-from facts.models import Fact, FactEvent, ForgetRun
+from facts.models import Fact, FactEvent
+from forgetting.models import ForgetRun
+from forgetting.services import forget_policy_apply
 from tests.factories import make_tenant
 from tests.facts.test_concurrency import run_together
 

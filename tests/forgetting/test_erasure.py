@@ -9,9 +9,9 @@ from django.db import connection
 from django.test import Client
 
 from episodes.models import Episode
-from facts.forgetting import user_erase
 from facts.models import Fact, FactConflict, FactEvent
 from facts.services import fact_remember
+from privacy.services import user_erase
 from tenancy.services import tenant_membership_add
 
 from .conftest import add

@@ -10,12 +10,13 @@ from django.core.exceptions import ValidationError
 from django.db.models import signals
 
 from core.errors import ApplicationError
-from facts import forgetting
-from facts.forgetting import fact_restore, forget_policy_apply, forget_policy_reset, forget_policy_set
-from facts.forgetting_selectors import forget_policy_get
-from facts.models import Fact, FactConflict, FactEvent, ForgetPolicy, ForgetRun
+from facts.models import Fact, FactConflict, FactEvent
 from facts.selectors import fact_events, facts_search
-from facts.services import fact_remember, facts_record_usage
+from facts.services import deletion, fact_remember, fact_restore, facts_record_usage
+from forgetting import services as forgetting_services
+from forgetting.models import ForgetPolicy, ForgetRun
+from forgetting.selectors import forget_policy_get
+from forgetting.services import forget_policy_apply, forget_policy_reset, forget_policy_set
 
 from .conftest import add, age, status_of
 
@@ -204,12 +205,12 @@ class TestPurge:
         age(fact, now, days=100)
         forget_policy_apply(tenant=tenant, now=now)
         signals.post_delete.connect(listener, sender=Fact)
-        forgetting._fact_relations_sql.cache_clear()
+        deletion._fact_relations_sql.cache_clear()
         try:
             assert forget_policy_apply(tenant=tenant, now=now + timedelta(days=31)).purged == 1
         finally:
             signals.post_delete.disconnect(listener, sender=Fact)
-            forgetting._fact_relations_sql.cache_clear()
+            deletion._fact_relations_sql.cache_clear()
 
         assert heard == [fact.pk]
         assert status_of(fact) is None
@@ -361,7 +362,7 @@ class TestRuns:
         def broken(*args, **kwargs):
             raise RuntimeError("disk full")
 
-        monkeypatch.setattr(forgetting, "_purge", broken)
+        monkeypatch.setattr(forgetting_services, "_purge", broken)
         with pytest.raises(RuntimeError):
             forget_policy_apply(tenant=tenant, now=now)
 

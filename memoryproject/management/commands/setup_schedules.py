@@ -23,7 +23,7 @@ def schedules() -> list[dict]:
     return [
         {
             "name": "forget-sweep",
-            "func": "facts.tasks.forget_sweep",
+            "func": "forgetting.tasks.forget_sweep",
             "schedule_type": Schedule.DAILY,
             "at": _daily_at(settings.FORGET_SWEEP_TIME),
         },

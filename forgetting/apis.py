@@ -1,4 +1,4 @@
-"""The forgetting API: the tenant's forget policy, dry runs and recorded runs, restore, and user erasure."""
+"""The forgetting API: the tenant's forget policy, dry runs and recorded runs."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
@@ -6,11 +6,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from core.pagination import paginated_response
-from tenancy.authentication import request_actor, request_tenant
+from facts.models import Fact
+from tenancy.authentication import request_tenant
 
-from . import forgetting, forgetting_selectors
-from .apis import FactOutputSerializer
-from .models import Fact, ForgetPolicy, ForgetRun
+from . import selectors, services
+from .models import ForgetPolicy, ForgetRun
 
 MAX_DAYS = 36500  # a century: anything longer is a typo, and it keeps date arithmetic in range
 
@@ -56,7 +56,7 @@ class ForgetPolicyApi(APIView):
 
     @extend_schema(responses=ForgetPolicyOutputSerializer, operation_id="forget_policy_get")
     def get(self, request):
-        policy = forgetting_selectors.forget_policy_get(tenant=request_tenant(request))
+        policy = selectors.forget_policy_get(tenant=request_tenant(request))
         return Response(ForgetPolicyOutputSerializer(policy).data)
 
     @extend_schema(request=InputSerializer, responses=ForgetPolicyOutputSerializer, operation_id="forget_policy_put")
@@ -74,13 +74,13 @@ class ForgetPolicyApi(APIView):
     @extend_schema(request=None, responses={200: ForgetPolicyOutputSerializer}, operation_id="forget_policy_reset")
     def delete(self, request):
         """Back to the defaults from settings."""
-        policy = forgetting.forget_policy_reset(tenant=request_tenant(request))
+        policy = services.forget_policy_reset(tenant=request_tenant(request))
         return Response(ForgetPolicyOutputSerializer(policy).data)
 
     def _save(self, request, *, partial: bool):
         serializer = self.InputSerializer(data=request.data, partial=partial)
         serializer.is_valid(raise_exception=True)
-        policy = forgetting.forget_policy_set(tenant=request_tenant(request), **serializer.validated_data)
+        policy = services.forget_policy_set(tenant=request_tenant(request), **serializer.validated_data)
         return Response(ForgetPolicyOutputSerializer(policy).data)
 
 
@@ -98,8 +98,8 @@ class ForgetDryRunApi(APIView):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         tenant = request_tenant(request)
-        report = forgetting.forget_policy_apply(tenant=tenant, now=serializer.validated_data.get("as_of"), dry_run=True)
-        run = forgetting_selectors.forget_run_get(tenant=tenant, run_id=report.run_id)
+        report = services.forget_policy_apply(tenant=tenant, now=serializer.validated_data.get("as_of"), dry_run=True)
+        run = selectors.forget_run_get(tenant=tenant, run_id=report.run_id)
         return Response(ForgetRunOutputSerializer(run).data, status=201)
 
 
@@ -113,44 +113,12 @@ class ForgetRunListApi(APIView):
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        runs = forgetting_selectors.forget_runs_list(tenant=request_tenant(request), **filters.validated_data)
+        runs = selectors.forget_runs_list(tenant=request_tenant(request), **filters.validated_data)
         return paginated_response(request, self, runs, ForgetRunOutputSerializer)
 
 
 class ForgetRunDetailApi(APIView):
     @extend_schema(responses=ForgetRunOutputSerializer, operation_id="forget_runs_get")
     def get(self, request, run_id: int):
-        run = forgetting_selectors.forget_run_get(tenant=request_tenant(request), run_id=run_id)
+        run = selectors.forget_run_get(tenant=request_tenant(request), run_id=run_id)
         return Response(ForgetRunOutputSerializer(run).data)
-
-
-class FactRestoreApi(APIView):
-    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
-    def post(self, request, fact_id: int):
-        fact = forgetting.fact_restore(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
-        return Response(FactOutputSerializer(fact).data)
-
-
-class UserEraseApi(APIView):
-    class OutputSerializer(serializers.Serializer):
-        class DeletedSerializer(serializers.Serializer):
-            facts = serializers.IntegerField()
-            fact_events = serializers.IntegerField()
-            fact_conflicts = serializers.IntegerField()
-            episodes = serializers.IntegerField()
-            admin_log_entries = serializers.IntegerField()
-
-            class Meta:
-                ref_name = "UserErasureCounts"
-
-        user_id = serializers.CharField()
-        deleted = DeletedSerializer()
-
-        class Meta:
-            ref_name = "UserErasure"
-
-    @extend_schema(request=None, responses={200: OutputSerializer}, operation_id="users_erase")
-    def delete(self, request, user_id: str):
-        """Erase everything this tenant holds about the user (idempotent: a second call deletes nothing)."""
-        report = forgetting.user_erase(tenant=request_tenant(request), user_id=user_id, actor=request_actor(request))
-        return Response(self.OutputSerializer({"user_id": user_id, "deleted": report}).data)

@@ -1,4 +1,4 @@
-"""Reads for forgetting: the policy in force for a tenant, its recorded runs, the tenants a sweep visits."""
+"""Reads for forgetting: the policy in force for a tenant and its recorded runs."""
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -45,8 +45,3 @@ def forget_runs_list(*, tenant: Tenant, dry_run: bool | None = None) -> QuerySet
 
 def forget_run_get(*, tenant: Tenant, run_id: int) -> ForgetRun:
     return get_object_or_404(ForgetRun.objects.filter(tenant=tenant), pk=run_id)
-
-
-def forget_sweep_tenants() -> QuerySet[Tenant]:
-    """The tenants the daily sweep visits (maintenance code: the one read that spans tenants)."""
-    return Tenant.objects.filter(is_active=True).order_by("pk")

@@ -1,8 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from facts.forgetting import forget_policy_apply
-from facts.forgetting_selectors import forget_sweep_tenants
-from tenancy.selectors import tenant_get_by_name
+from forgetting.services import forget_policy_apply
+from tenancy.selectors import tenant_get_by_name, tenants_active
 
 COLUMNS = [
     ("tenant", "{:<24}"),
@@ -32,7 +31,7 @@ class Command(BaseCommand):
                 raise CommandError(f"No tenant named {tenant!r}.")
             tenants = [scope]
         else:
-            tenants = list(forget_sweep_tenants())
+            tenants = list(tenants_active())
         self.stdout.write(("Dry run: nothing is changed.\n" if dry_run else "") + self._row([c for c, _ in COLUMNS]))
         totals = [0, 0, 0, 0]
         for scope in tenants:

@@ -1,14 +1,13 @@
-"""django-q tasks of the facts app: they take ids, load rows and call one service."""
+"""django-q tasks of forgetting: they take ids, load rows and call one service."""
 
 import logging
 from dataclasses import asdict
 
 from django_q.tasks import async_task
 
-from tenancy.models import Tenant
+from tenancy.selectors import tenant_get, tenants_active
 
-from .forgetting import forget_policy_apply
-from .forgetting_selectors import forget_sweep_tenants
+from .services import forget_policy_apply
 
 logger = logging.getLogger(__name__)
 
@@ -16,15 +15,15 @@ logger = logging.getLogger(__name__)
 def forget_sweep() -> int:
     """The daily sweep (schedule "forget-sweep"): one forget_tenant task per active tenant, so each tenant gets
     its own task timeout and retries, and the cluster's workers share the tenants. Returns how many were queued."""
-    tenant_ids = list(forget_sweep_tenants().values_list("pk", flat=True))
+    tenant_ids = list(tenants_active().values_list("pk", flat=True))
     for tenant_id in tenant_ids:
-        async_task("facts.tasks.forget_tenant", tenant_id, task_name=f"forget-tenant-{tenant_id}")
+        async_task("forgetting.tasks.forget_tenant", tenant_id, task_name=f"forget-tenant-{tenant_id}")
     return len(tenant_ids)
 
 
 def forget_tenant(tenant_id: int) -> dict | None:
     """Apply one tenant's forget policy now (the run is recorded as a ForgetRun); a tenant gone meanwhile is skipped."""
-    tenant = Tenant.objects.filter(pk=tenant_id).first()
+    tenant = tenant_get(tenant_id=tenant_id)
     if tenant is None:
         logger.info("forget: tenant %s no longer exists", tenant_id)
         return None

@@ -8,11 +8,8 @@ vectors are deleted, the audit keeps each fact's id, action and time, never its 
 Every stage works in batches (FORGET_BATCH_SIZE rows per transaction, primary-key order, rows re-checked under
 lock), so a run never holds long locks, can be interrupted and simply run again. A session advisory lock per
 tenant keeps two runs of one tenant apart: the second one is skipped, not queued.
-
-Also here: restoring an archived fact, and erasing everything a tenant holds about one of its users.
 """
 
-import functools
 import logging
 import time
 from collections.abc import Iterator
@@ -21,22 +18,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.admin.models import LogEntry
-from django.contrib.contenttypes.models import ContentType
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, models, transaction
-from django.db.models import signals
+from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from core.errors import ApplicationError
-from core.locks import LockNamespace, session_lock, xact_lock
-from core.validation import validate_user_id
-from episodes.models import Episode
+from core.locks import LockNamespace, session_lock
+from facts.models import Fact
+from facts.services import facts_delete
 from tenancy.models import Tenant
 
-from .forgetting_selectors import POLICY_FIELDS, forget_policy_defaults, forget_policy_get
-from .models import Fact, FactConflict, FactEvent, ForgetPolicy, ForgetRun
-from .services import snapshot
+from .models import ForgetPolicy, ForgetRun
+from .selectors import POLICY_FIELDS, forget_policy_defaults, forget_policy_get
 
 logger = logging.getLogger(__name__)
 
@@ -202,6 +194,7 @@ class _Rules:
     """The policy as SQL: which facts each stage takes, with the parameters to pass along."""
 
     def __init__(self, *, tenant: Tenant, policy: ForgetPolicy, now: datetime):
+        self.tenant = tenant
         self.now = now
         self.policy = policy
         self.params = {
@@ -351,188 +344,24 @@ def _purge(rules: _Rules, report: ForgetReport, batch_size: int) -> None:
         with transaction.atomic():
             rows = _purge_batch(rules, ids[start : start + batch_size])
         report.purged += len(rows)
-        report.superseded_purged += sum(1 for row in rows if row[2])
+        report.superseded_purged += sum(1 for _, superseded in rows if superseded)
         _rest(batch_started)
     report.timings["purge"] = _since(started)
 
 
-def _purge_batch(rules: _Rules, ids: list[int]) -> list[tuple]:
-    """Delete those of `ids` still purgeable, rows and vectors, with what points at them (as the ORM would);
-    their audit keeps id, action and time, nothing they said. Returns (id, user_id, superseded) per fact."""
-    tenant_id = rules.params["tenant"]
-    where = f"id = ANY(%(ids)s) AND tenant_id = %(tenant)s AND {rules.purgeable}"
-    params = {**rules.params, "ids": ids}
-    statements = _fact_relations_sql()
+def _purge_batch(rules: _Rules, ids: list[int]) -> list[tuple[int, bool]]:
+    """Delete those of `ids` still purgeable (locked and re-checked: a fact restored a moment ago stays) through the
+    facts' one deletion path, which keeps only id, action and time of each. Returns (id, superseded) per fact."""
     with connection.cursor() as cursor:
-        if statements is None:  # a relation plain SQL cannot follow (signals, PROTECT, deeper cascades)
-            cursor.execute(
-                f"SELECT id, user_id, valid_to < %(purge_before)s FROM facts_fact WHERE {where} ORDER BY id FOR UPDATE",
-                params,
-            )
-            rows = cursor.fetchall()
-            Fact.objects.filter(pk__in=[row[0] for row in rows]).only("pk").delete()
-        else:
-            # Foreign keys are checked at commit, so what points at the facts can follow their DELETE, which
-            # locks and re-checks each row itself (a fact restored a moment ago stays).
-            cursor.execute("SET CONSTRAINTS ALL DEFERRED")
-            cursor.execute(
-                f"DELETE FROM facts_fact WHERE {where} RETURNING id, user_id, valid_to < %(purge_before)s", params
-            )
-            rows = cursor.fetchall()
-            for sql in statements:
-                cursor.execute(sql, [[row[0] for row in rows]])
-        if not rows:
-            return rows
-        gone = [row[0] for row in rows]
         cursor.execute(
-            "UPDATE facts_factevent SET before = NULL, after = NULL "
-            "WHERE tenant_id = %s AND fact_id = ANY(%s) AND (before IS NOT NULL OR after IS NOT NULL)",
-            [tenant_id, gone],
+            f"SELECT id, valid_to < %(purge_before)s FROM facts_fact "
+            f"WHERE id = ANY(%(ids)s) AND tenant_id = %(tenant)s AND {rules.purgeable} ORDER BY id FOR UPDATE",
+            {**rules.params, "ids": ids},
         )
-        cursor.execute(
-            "INSERT INTO facts_factevent (tenant_id, fact_id, user_id, action, actor, before, after, created_at) "
-            "SELECT %s, id, user_id, 'purged', %s, NULL, NULL, clock_timestamp() "
-            "FROM unnest(%s::bigint[], %s::text[]) AS gone(id, user_id)",
-            [tenant_id, FORGET_ACTOR, gone, [row[1] for row in rows]],
-        )
-    LogEntry.objects.filter(
-        content_type=ContentType.objects.get_for_model(Fact), object_id__in=[str(pk) for pk in gone]
-    ).update(object_repr="(purged)", change_message="")
+        rows = cursor.fetchall()
+    facts_delete(tenant=rules.tenant, fact_ids=[row[0] for row in rows], actor=FORGET_ACTOR, purge=True)
     return rows
-
-
-def _delete_facts(ids: list[int]) -> None:
-    """Delete facts by id, following every relation to them as the ORM would, one statement per relation."""
-    statements = _fact_relations_sql()
-    if statements is None:  # a relation plain SQL cannot follow (signals, PROTECT, deeper cascades): the ORM can
-        Fact.objects.filter(pk__in=ids).only("pk").delete()
-        return
-    with connection.cursor() as cursor:
-        for sql in [*statements, "DELETE FROM facts_fact WHERE id = ANY(%s)"]:
-            cursor.execute(sql, [ids])
-
-
-@functools.cache
-def _fact_relations_sql() -> list[str] | None:
-    """What deleting a fact does to the rows that point at it (today: superseded_by pointers are cleared, its
-    conflicts go with it), as SQL; None when only Django's collector can do it right."""
-    if any(signal.has_listeners(Fact) for signal in (signals.pre_delete, signals.post_delete)):
-        return None  # (the ORM would send them)
-    quote = connection.ops.quote_name
-    statements = []
-    for relation in Fact._meta.related_objects:
-        if relation.many_to_many:
-            return None
-        table, column = quote(relation.related_model._meta.db_table), quote(relation.field.column)
-        if relation.on_delete is models.SET_NULL:
-            statements.append(f"UPDATE {table} SET {column} = NULL WHERE {column} = ANY(%s)")
-        elif relation.on_delete is models.CASCADE and _plain_leaf(relation.related_model):
-            statements.append(f"DELETE FROM {table} WHERE {column} = ANY(%s)")
-        elif relation.on_delete is not models.DO_NOTHING:
-            return None
-    return statements
-
-
-def _plain_leaf(model) -> bool:
-    """Rows of `model` can go by plain DELETE: nothing points at them and nobody listens for their deletion."""
-    listened = any(signal.has_listeners(model) for signal in (signals.pre_delete, signals.post_delete))
-    return not model._meta.related_objects and not listened
 
 
 def _since(started: float) -> float:
     return round(time.monotonic() - started, 4)
-
-
-# --- restore ------------------------------------------------------------------------------------
-
-
-def fact_restore(*, tenant: Tenant, fact_id: int, actor: str) -> Fact:
-    """Bring an archived fact back (until it is purged) with the status it had before; its unused-days clock
-    starts again, so the next sweep does not take it straight back."""
-    with transaction.atomic():
-        try:
-            fact = Fact.objects.select_for_update().get(tenant=tenant, pk=fact_id)
-        except Fact.DoesNotExist:
-            raise ApplicationError("Fact not found.", code="not_found", status_code=404) from None
-        if fact.status != Fact.Status.ARCHIVED:
-            raise ApplicationError(
-                f"Only an archived fact can be restored; this one is {fact.status}.", code="conflict", status_code=409
-            )
-        archived = (
-            FactEvent.objects.filter(tenant=tenant, fact_id=fact.pk, action=FactEvent.Action.ARCHIVED)
-            .order_by("-created_at", "-id")
-            .values_list("before", flat=True)
-            .first()
-        )
-        previous = (archived or {}).get("status")
-        before = snapshot(fact)
-        fact.status = previous if previous in _LIVE else Fact.Status.ACTIVE
-        fact.archived_at = None
-        fact.save(update_fields=["status", "archived_at", "updated_at"])
-        FactEvent.objects.create(
-            tenant=tenant,
-            fact_id=fact.pk,
-            user_id=fact.user_id,
-            action=FactEvent.Action.RESTORED,
-            actor=actor,
-            before=before,
-            after=snapshot(fact),
-        )
-    return fact
-
-
-# --- user erasure -------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class ErasureReport:
-    facts: int
-    fact_events: int
-    fact_conflicts: int
-    episodes: int
-    admin_log_entries: int
-
-
-def user_erase(*, tenant: Tenant, user_id: str, actor: str) -> ErasureReport:
-    """Remove everything `tenant` holds about `user_id`, in one transaction: facts (with their vectors), their
-    whole audit trail, conflicts, episodes, and the admin's log lines about those rows. Nothing that names
-    the user is kept, not even a record of the erasure (the log line carries the tenant and the counts only).
-    """
-    validate_user_id(user_id)
-    with transaction.atomic():
-        xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)  # no fact of this user is written half-way through
-        fact_ids = list(Fact.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True))
-        conflicts = FactConflict.objects.filter(tenant=tenant, user_id=user_id)
-        conflict_ids = list(conflicts.values_list("pk", flat=True))
-        episodes = Episode.objects.filter(tenant=tenant, user_id=user_id)
-        episode_ids = list(episodes.values_list("pk", flat=True))
-        events = FactEvent.objects.filter(tenant=tenant, user_id=user_id)
-        event_ids = list(events.values_list("pk", flat=True))
-
-        conflicts.delete()
-        _delete_facts(fact_ids)
-        events.delete()
-        episodes.delete()
-        log_entries = _delete_log_entries(
-            [(Fact, fact_ids), (FactConflict, conflict_ids), (Episode, episode_ids), (FactEvent, event_ids)]
-        )
-    report = ErasureReport(
-        facts=len(fact_ids),
-        fact_events=len(event_ids),
-        fact_conflicts=len(conflict_ids),
-        episodes=len(episode_ids),
-        admin_log_entries=log_entries,
-    )
-    logger.info("user erased from tenant %s by %s: %s", tenant.pk, actor, report)
-    return report
-
-
-def _delete_log_entries(rows: list[tuple[type, list[int]]]) -> int:
-    deleted = 0
-    for model, ids in rows:
-        for start in range(0, len(ids), 10000):
-            chunk = [str(pk) for pk in ids[start : start + 10000]]
-            deleted += LogEntry.objects.filter(
-                content_type=ContentType.objects.get_for_model(model), object_id__in=chunk
-            ).delete()[0]
-    return deleted

@@ -1,0 +1,31 @@
+"""Writes to the fact store, one module per concern; import them from here."""
+
+from .bulk import IMPORT_STATUSES, facts_import
+from .deletion import FactsErased, fact_delete, facts_delete, facts_erase_user
+from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
+from .extraction import facts_extract
+from .history import SYSTEM, snapshot
+from .remember import RememberResult, fact_remember
+from .review import conflict_resolve, fact_approve, fact_reject
+from .usage import facts_record_usage
+
+__all__ = [
+    "IMPORT_STATUSES",
+    "SYSTEM",
+    "UPDATABLE_FIELDS",
+    "FactsErased",
+    "RememberResult",
+    "conflict_resolve",
+    "fact_approve",
+    "fact_delete",
+    "fact_reject",
+    "fact_remember",
+    "fact_restore",
+    "fact_update",
+    "facts_delete",
+    "facts_erase_user",
+    "facts_extract",
+    "facts_import",
+    "facts_record_usage",
+    "snapshot",
+]

@@ -1,0 +1,114 @@
+"""The one way facts are deleted, whoever deletes them: a person or an agent (the history keeps what the fact
+said), forgetting (purged: the history keeps only ids, actions and times), or the erasure of their user (no trace).
+"""
+
+import functools
+from dataclasses import dataclass
+
+from django.db import connection, models, transaction
+from django.db.models import Q, signals
+
+from core.admin import admin_log_entries
+from core.errors import ApplicationError
+from tenancy.models import Tenant
+
+from ..models import Fact, FactConflict, FactEvent
+from .history import snapshot
+
+
+def fact_delete(*, tenant: Tenant, fact_id: int, actor: str) -> None:
+    """Delete one fact of `tenant` (404 when it has none such)."""
+    if not facts_delete(tenant=tenant, fact_ids=[fact_id], actor=actor):
+        raise ApplicationError("Fact not found.", code="not_found", status_code=404)
+
+
+def facts_delete(*, tenant: Tenant, fact_ids: list[int], actor: str, purge: bool = False) -> list[int]:
+    """Delete those of `fact_ids` that belong to `tenant`, with what points at them (pointers to them cleared,
+    their conflicts gone), and return their ids. Each gets a "deleted" event holding the fact as it was; with
+    `purge`, a "purged" event instead, every earlier event of the fact is emptied and the admin's log lines about
+    it are redacted, so nothing the fact said is kept. Rows are locked in primary-key order."""
+    with transaction.atomic():
+        facts = Fact.objects.select_for_update().filter(tenant=tenant, pk__in=list(fact_ids)).order_by("pk")
+        if purge:
+            rows = list(facts.values_list("pk", "user_id"))
+            events = [(pk, user_id, FactEvent.Action.PURGED, None) for pk, user_id in rows]
+        else:
+            rows = [(fact.pk, fact.user_id, snapshot(fact)) for fact in facts.defer("embedding", "search_text")]
+            events = [(pk, user_id, FactEvent.Action.DELETED, before) for pk, user_id, before in rows]
+        ids = [row[0] for row in rows]
+        if not ids:
+            return []
+        _delete_rows(ids)
+        if purge:
+            history = FactEvent.objects.filter(tenant=tenant, fact_id__in=ids)
+            history.filter(Q(before__isnull=False) | Q(after__isnull=False)).update(before=None, after=None)
+            admin_log_entries(Fact, ids).update(object_repr="(purged)", change_message="")
+        FactEvent.objects.bulk_create(
+            [
+                FactEvent(tenant=tenant, fact_id=pk, user_id=user_id, action=action, actor=actor, before=before)
+                for pk, user_id, action, before in events
+            ],
+            batch_size=1000,
+        )
+    return ids
+
+
+@dataclass(frozen=True)
+class FactsErased:
+    fact_ids: list[int]
+    conflict_ids: list[int]
+    event_ids: list[int]
+
+
+def facts_erase_user(*, tenant: Tenant, user_id: str) -> FactsErased:
+    """Delete every fact of one user with its whole history and conflicts, leaving no event behind: the erasure
+    keeps nothing that names the user. The caller holds the user's lock and the transaction."""
+    conflicts = FactConflict.objects.filter(tenant=tenant, user_id=user_id)
+    events = FactEvent.objects.filter(tenant=tenant, user_id=user_id)
+    erased = FactsErased(
+        fact_ids=list(Fact.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True)),
+        conflict_ids=list(conflicts.values_list("pk", flat=True)),
+        event_ids=list(events.values_list("pk", flat=True)),
+    )
+    conflicts.delete()
+    _delete_rows(erased.fact_ids)
+    events.delete()
+    return erased
+
+
+def _delete_rows(ids: list[int]) -> None:
+    """Delete facts by id, following every relation to them as the ORM would, one statement per relation."""
+    statements = _fact_relations_sql()
+    if statements is None:  # a relation plain SQL cannot follow (signals, PROTECT, deeper cascades): the ORM can
+        Fact.objects.filter(pk__in=ids).only("pk").delete()
+        return
+    with connection.cursor() as cursor:
+        for sql in [*statements, "DELETE FROM facts_fact WHERE id = ANY(%s)"]:
+            cursor.execute(sql, [ids])
+
+
+@functools.cache
+def _fact_relations_sql() -> list[str] | None:
+    """What deleting a fact does to the rows that point at it (today: superseded_by pointers are cleared, its
+    conflicts go with it), as SQL; None when only Django's collector can do it right."""
+    if any(signal.has_listeners(Fact) for signal in (signals.pre_delete, signals.post_delete)):
+        return None  # (the ORM would send them)
+    quote = connection.ops.quote_name
+    statements = []
+    for relation in Fact._meta.related_objects:
+        if relation.many_to_many:
+            return None
+        table, column = quote(relation.related_model._meta.db_table), quote(relation.field.column)
+        if relation.on_delete is models.SET_NULL:
+            statements.append(f"UPDATE {table} SET {column} = NULL WHERE {column} = ANY(%s)")
+        elif relation.on_delete is models.CASCADE and _plain_leaf(relation.related_model):
+            statements.append(f"DELETE FROM {table} WHERE {column} = ANY(%s)")
+        elif relation.on_delete is not models.DO_NOTHING:
+            return None
+    return statements
+
+
+def _plain_leaf(model) -> bool:
+    """Rows of `model` can go by plain DELETE: nothing points at them and nobody listens for their deletion."""
+    listened = any(signal.has_listeners(model) for signal in (signals.pre_delete, signals.post_delete))
+    return not model._meta.related_objects and not listened

@@ -1,0 +1,63 @@
+"""Edits of a stored fact by a person or an agent, and bringing an archived fact back."""
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+from ai.services import active_embedding_model, embed_query
+from core.errors import ApplicationError
+from tenancy.models import Tenant
+
+from ..content import clean_content
+from ..models import Fact, FactEvent
+from .history import record_event, snapshot
+from .transitions import FULL_CLEAN_EXCLUDE, fact_locked
+
+UPDATABLE_FIELDS = ("content", "category", "confidence", "pinned", "metadata", "occurred_at", "agent_id")
+
+
+def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
+    """Edit a fact in place; the previous values stay in its history. New content is re-embedded."""
+    unknown = set(changes) - set(UPDATABLE_FIELDS)
+    if unknown:
+        raise ValidationError({name: "This field cannot be changed." for name in sorted(unknown)})
+    if "content" in changes:
+        changes["content"] = clean_content(changes["content"])
+    reembed = {"content", "occurred_at"} & set(changes)
+    if reembed:  # embedded before the row lock is taken: a slow embedding call must not hold it
+        current = Fact.objects.filter(tenant=tenant, pk=fact_id).values("content", "occurred_at").first() or {}
+        vector = embed_query(Fact(**{**current, **{name: changes[name] for name in reembed}}).embedding_text())
+    with transaction.atomic():
+        fact = fact_locked(tenant, fact_id)
+        before = snapshot(fact)
+        for name, value in changes.items():
+            setattr(fact, name, value)
+        if reembed:
+            fact.embedding, fact.embedding_model = vector, active_embedding_model()
+        fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
+        fact.save()
+        record_event(fact, FactEvent.Action.UPDATED, actor, before=before, after=snapshot(fact))
+    return fact
+
+
+def fact_restore(*, tenant: Tenant, fact_id: int, actor: str) -> Fact:
+    """Bring an archived fact back (until it is purged) with the status it had before; its unused-days clock
+    starts again, so the next forgetting sweep does not take it straight back."""
+    with transaction.atomic():
+        fact = fact_locked(tenant, fact_id)
+        if fact.status != Fact.Status.ARCHIVED:
+            raise ApplicationError(
+                f"Only an archived fact can be restored; this one is {fact.status}.", code="conflict", status_code=409
+            )
+        archived = (
+            FactEvent.objects.filter(tenant=tenant, fact_id=fact.pk, action=FactEvent.Action.ARCHIVED)
+            .order_by("-created_at", "-id")
+            .values_list("before", flat=True)
+            .first()
+        )
+        previous = (archived or {}).get("status")
+        before = snapshot(fact)
+        fact.status = previous if previous in (Fact.Status.ACTIVE, Fact.Status.PENDING) else Fact.Status.ACTIVE
+        fact.archived_at = None
+        fact.save(update_fields=["status", "archived_at", "updated_at"])
+        record_event(fact, FactEvent.Action.RESTORED, actor, before=before, after=snapshot(fact))
+    return fact

@@ -1,0 +1,40 @@
+"""Migrations: the schema matches the models, and the forget models' move out of facts keeps data and permissions."""
+
+import pytest
+from django.contrib.contenttypes.models import ContentType
+from django.core.management import call_command
+from django.db import connection
+
+from forgetting.models import ForgetPolicy
+from tests.factories import make_tenant
+
+
+@pytest.mark.django_db
+def test_no_model_change_lacks_a_migration():
+    call_command("makemigrations", "--check", "--dry-run", verbosity=0)  # exits non-zero when one is missing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_forget_models_move_to_their_app_with_their_rows_and_content_types():
+    # Given a database from before the move, holding a policy and the content type staff permissions point at
+    call_command("migrate", "facts", "0007", verbosity=0)
+    tenant, _ = make_tenant()
+    ContentType.objects.filter(app_label="forgetting").delete()  # (made again by post_migrate of the way back)
+    old_type, _ = ContentType.objects.get_or_create(app_label="facts", model="forgetpolicy")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO facts_forgetpolicy (tenant_id, enabled, max_unused_days, min_usage_count, "
+            "archive_retention_days, exempt_categories, created_at, updated_at) "
+            "VALUES (%s, false, 12, 3, 30, '[]', now(), now())",
+            [tenant.pk],
+        )
+
+    # When it is migrated
+    call_command("migrate", verbosity=0)
+
+    # Then the row is there under the new table name, and the content type (with its permissions) moved along
+    assert ForgetPolicy._meta.db_table == "forgetting_forgetpolicy"
+    policy = ForgetPolicy.objects.get(tenant=tenant)
+    assert (policy.enabled, policy.max_unused_days) == (False, 12)
+    old_type.refresh_from_db()
+    assert (old_type.app_label, old_type.model) == ("forgetting", "forgetpolicy")
