@@ -19,7 +19,7 @@ from django.test import override_settings
 from ai.services import embed_query
 from facts.selectors import facts_search, facts_search_statement
 from facts.services import facts_import
-from memoryproject.context import context_build
+from retrieval.context import context_build
 from tenancy.services import tenant_create
 
 WORDS = (

@@ -51,6 +51,12 @@ def facts_list(
     return queryset.order_by("-id")
 
 
+def facts_active_count(*, tenant: Tenant, user_id: str, up_to: int) -> int:
+    """How many current active facts the user has, counted up to `up_to` (enough to tell "few" from "enough")."""
+    current = Fact.objects.filter(tenant=tenant, user_id=user_id, status=Fact.Status.ACTIVE, valid_to__isnull=True)
+    return current[:up_to].count()
+
+
 @dataclass(frozen=True)
 class Neighbour:
     fact: Fact

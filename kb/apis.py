@@ -10,7 +10,6 @@ from rest_framework.views import APIView
 from core.api_fields import DocIdField
 from core.errors import ApplicationError
 from core.pagination import paginated_response
-from memoryproject.apis import DocumentHitOutputSerializer
 from tenancy.authentication import request_tenant
 
 from . import selectors, services
@@ -36,6 +35,23 @@ class DocumentOutputSerializer(serializers.ModelSerializer):
 
     def get_metadata(self, document) -> dict:
         return {key: value for key, value in document.metadata.items() if key != services.CHUNKING_KEY}
+
+
+class DocumentHitOutputSerializer(serializers.Serializer):
+    """A knowledge-base passage (kb.selectors.DocumentHit), in KB search results and in the context."""
+
+    document_id = serializers.IntegerField()
+    doc_id = serializers.CharField()
+    heading_path = serializers.CharField()
+    line_start = serializers.IntegerField()
+    line_end = serializers.IntegerField()
+    text = serializers.CharField()
+    citation = serializers.CharField(help_text='"doc:<doc_id> §<heading path>, lines <start>-<end>"')
+    score = serializers.FloatField()
+    scores = serializers.SerializerMethodField()
+
+    def get_scores(self, hit) -> dict:
+        return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
 
 
 class ChunkOutputSerializer(serializers.ModelSerializer):

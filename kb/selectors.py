@@ -1,6 +1,7 @@
 """Reads of the knowledge base: documents and their chunks, always within one tenant."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,6 @@ from django.shortcuts import get_object_or_404
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
 from core.text import query_terms
-from memoryproject.context import DocumentHit
 from tenancy.models import Tenant
 
 from .models import Document, KBChunk
@@ -63,6 +63,26 @@ def documents_with_chunk_counts(*, tenant: Tenant, path_prefix: str = "") -> Que
 def document_with_chunk_count(*, tenant: Tenant, document_id: int) -> Document:
     """document_get with `chunk_count`."""
     return get_object_or_404(documents_with_chunk_counts(tenant=tenant), pk=document_id)
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    """A passage from the tenant's knowledge base, with where it comes from and why it ranked where it did."""
+
+    document_id: int
+    doc_id: str
+    heading_path: str
+    line_start: int
+    line_end: int
+    text: str
+    score: float
+    vector: float = 0.0
+    keyword: float = 0.0
+
+    @property
+    def citation(self) -> str:
+        section = f" §{self.heading_path}" if self.heading_path else ""
+        return f"doc:{self.doc_id}{section}, lines {self.line_start}-{self.line_end}"
 
 
 # --- search -------------------------------------------------------------------------------------------------------

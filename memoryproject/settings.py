@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "episodes",
     "kb",
     "forgetting",
+    "retrieval",
     "privacy",
 ]
 

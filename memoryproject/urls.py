@@ -2,9 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from retrieval.apis import ContextApi
 from tenancy.apis import WhoAmIApi
 
-from .apis import ContextApi, HealthApi
+from .apis import HealthApi
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -5,7 +5,7 @@ import pytest
 from core.text import estimate_tokens
 from facts.models import Fact
 from facts.services import facts_import
-from memoryproject.context import COLD_START_HINT, context_build
+from retrieval.context import COLD_START_HINT, context_build
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ import pytest
 
 from episodes.models import Episode
 from facts.models import Fact, FactEvent
-from memoryproject.context import context_build
+from retrieval.context import context_build
 from tests.episodes.factories import TURN_1, TURN_2, conversation
 from tests.factories import client_with_key
 

@@ -5,7 +5,7 @@ import pytest
 from core.text import estimate_tokens
 from facts.services import facts_import
 from kb.services import document_index
-from memoryproject.context import DOCUMENTS_HEADING, context_build
+from retrieval.context import DOCUMENTS_HEADING, context_build
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db

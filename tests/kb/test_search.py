@@ -9,9 +9,8 @@ from django.db import connection, transaction
 
 from core.text import query_terms
 from kb.models import KBChunk
-from kb.selectors import document_by_doc_id, document_chunks, kb_search
+from kb.selectors import DocumentHit, document_by_doc_id, document_chunks, kb_search
 from kb.services import document_index
-from memoryproject.context import DocumentHit
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db

@@ -1,7 +1,6 @@
 """context_build: what an agent calls before every LLM turn — the few facts and passages that matter now,
 as prompt-ready text with citations, within a token budget."""
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -9,9 +8,12 @@ from django.conf import settings
 from ai.services import embed_query
 from core.text import estimate_tokens
 from facts.models import Fact
-from facts.selectors import ScoredFact, facts_search
+from facts.selectors import ScoredFact, facts_active_count, facts_search
 from facts.services import facts_record_usage
+from kb.selectors import DocumentHit
 from tenancy.models import Tenant
+
+from .sources import DOCUMENT_SOURCES
 
 COLD_START_FACTS = 3
 COLD_START_HINT = (
@@ -20,37 +22,6 @@ COLD_START_HINT = (
 )
 FACTS_HEADING = "## What you know about this user"
 DOCUMENTS_HEADING = "## Relevant documents"
-
-
-@dataclass(frozen=True)
-class DocumentHit:
-    """A passage from the tenant's knowledge base, with where it comes from."""
-
-    document_id: int
-    doc_id: str
-    heading_path: str
-    line_start: int
-    line_end: int
-    text: str
-    score: float
-    vector: float = 0.0
-    keyword: float = 0.0
-
-    @property
-    def citation(self) -> str:
-        section = f" §{self.heading_path}" if self.heading_path else ""
-        return f"doc:{self.doc_id}{section}, lines {self.line_start}-{self.line_end}"
-
-
-# Searches that supply documents: (tenant, query, vector, limit) -> list[DocumentHit]. The knowledge base
-# registers itself at start-up, so callers of context_build never change when sources are added.
-DocumentSource = Callable[..., list[DocumentHit]]
-document_sources: list[DocumentSource] = []
-
-
-def register_document_source(source: DocumentSource) -> None:
-    if source not in document_sources:
-        document_sources.append(source)
 
 
 @dataclass(frozen=True)
@@ -94,15 +65,10 @@ def context_build(
     )
     documents = []
     if include_documents:
-        for source in document_sources:
+        for source in DOCUMENT_SOURCES:
             documents += source(tenant=tenant, query=query, vector=vector, limit=document_limit)
         documents.sort(key=lambda hit: -hit.score)
-    cold_start = (
-        Fact.objects.filter(tenant=tenant, user_id=user_id, status=Fact.Status.ACTIVE, valid_to__isnull=True)[
-            :COLD_START_FACTS
-        ].count()
-        < COLD_START_FACTS
-    )
+    cold_start = facts_active_count(tenant=tenant, user_id=user_id, up_to=COLD_START_FACTS) < COLD_START_FACTS
 
     budget = _Budget(max_tokens)
     lines: list[str] = []

@@ -1,0 +1,37 @@
+"""The context API: what an agent calls before every LLM turn."""
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from facts.apis import ScoredFactOutputSerializer, SearchFiltersSerializer
+from kb.apis import DocumentHitOutputSerializer
+from tenancy.authentication import request_tenant
+
+from .context import context_build
+
+
+class ContextApi(APIView):
+    """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
+    Facts that make it into the text count as used (they live longer under the forgetting policy)."""
+
+    class InputSerializer(SearchFiltersSerializer):
+        max_tokens = serializers.IntegerField(min_value=50, max_value=32000, required=False)
+        include_documents = serializers.BooleanField(default=True)
+        fact_limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
+        document_limit = serializers.IntegerField(min_value=0, max_value=50, default=5)
+
+    class OutputSerializer(serializers.Serializer):
+        text = serializers.CharField()
+        token_count = serializers.IntegerField()
+        cold_start = serializers.BooleanField()
+        facts = ScoredFactOutputSerializer(many=True)
+        documents = DocumentHitOutputSerializer(many=True)
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="context_build")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        context = context_build(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer(context).data)
