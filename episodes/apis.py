@@ -11,6 +11,7 @@ from facts.apis import FactOutputSerializer
 from tenancy.authentication import request_tenant
 
 from . import selectors, services
+from .messages import ROLES
 from .models import Episode
 
 
@@ -18,7 +19,7 @@ class MessageSerializer(serializers.Serializer):
     class Meta:
         ref_name = "EpisodeMessage"  # a unique schema component name
 
-    role = serializers.ChoiceField(services.ROLES)
+    role = serializers.ChoiceField(ROLES)
     content = serializers.CharField(trim_whitespace=False)
     timestamp = serializers.DateTimeField(required=False, allow_null=True)
 

@@ -221,6 +221,7 @@ FORGET_SWEEP_TIME = env("FORGET_SWEEP_TIME", default="03:00")  # daily sweep of 
 Q_CLUSTER = {
     "name": "memoryproject",
     "orm": "default",
+    "broker_class": "core.queue.OrmBroker",  # the ORM broker, without a new connection per queued task
     "workers": env.int("Q_WORKERS", default=2),
     "timeout": env.int("Q_TIMEOUT", default=300),
     "retry": env.int("Q_RETRY", default=360),

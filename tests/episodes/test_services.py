@@ -11,9 +11,12 @@ from django.db import connection
 import facts.services.extraction
 from core.errors import ApplicationError
 from core.locks import LockNamespace, session_lock
-from episodes import services
+from episodes import extraction
+from episodes.extraction import episode_extract
+from episodes.matching import new_messages
 from episodes.models import Episode
-from episodes.services import episode_extract, episode_retry, episode_store, new_messages, summary_extractive
+from episodes.services import episode_retry, episode_store
+from episodes.summaries import summary_extractive
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2
 
@@ -78,14 +81,14 @@ def test_storing_validates_like_the_api_for_other_callers(tenant):
 
 def test_the_status_moves_from_pending_to_running_to_done(tenant, monkeypatch):
     episode = store(tenant, TURN_1).episode
-    real_extract = services.facts_extract
+    real_extract = extraction.facts_extract
     seen = []
 
     def spy(**kwargs):
         seen.append(Episode.objects.get(pk=episode.pk).extraction_status)
         return real_extract(**kwargs)
 
-    monkeypatch.setattr(services, "facts_extract", spy)
+    monkeypatch.setattr(extraction, "facts_extract", spy)
 
     assert episode.extraction_status == "pending"
     assert episode_extract(episode_id=episode.pk) == "done"
@@ -124,18 +127,18 @@ def test_a_run_that_dies_mid_way_writes_no_fact_and_the_rerun_extracts_each_fact
 
 def test_a_run_that_dies_after_writing_its_facts_but_before_moving_the_watermark_writes_nothing(tenant, monkeypatch):
     episode = store(tenant, TURN_1).episode
-    real_extract = services.facts_extract
+    real_extract = extraction.facts_extract
 
     def dies_right_after(**kwargs):
         real_extract(**kwargs)
         raise MemoryError("worker killed")
 
-    monkeypatch.setattr(services, "facts_extract", dies_right_after)
+    monkeypatch.setattr(extraction, "facts_extract", dies_right_after)
     with pytest.raises(MemoryError):
         episode_extract(episode_id=episode.pk)
 
     assert not Fact.objects.exists()  # else the re-run would extract these messages a second time
-    monkeypatch.setattr(services, "facts_extract", real_extract)
+    monkeypatch.setattr(extraction, "facts_extract", real_extract)
     assert episode_extract(episode_id=episode.pk) == "done"
     assert Fact.objects.count() == 2
 
@@ -164,18 +167,18 @@ def test_failures_are_retried_a_bounded_number_of_times(tenant, fake_openai, set
 
 def test_messages_arriving_during_a_run_wait_for_their_own_run(tenant, monkeypatch):
     episode = store(tenant, TURN_1).episode
-    real_extract = services.facts_extract
+    real_extract = extraction.facts_extract
 
     def a_post_arrives_meanwhile(**kwargs):
         store(tenant, TURN_2)
         return real_extract(**kwargs)
 
-    monkeypatch.setattr(services, "facts_extract", a_post_arrives_meanwhile)
+    monkeypatch.setattr(extraction, "facts_extract", a_post_arrives_meanwhile)
     assert episode_extract(episode_id=episode.pk) == "pending"
 
     episode.refresh_from_db()
     assert (episode.message_count, episode.extracted_message_count, episode.summarized_message_count) == (4, 2, 2)
-    monkeypatch.setattr(services, "facts_extract", real_extract)
+    monkeypatch.setattr(extraction, "facts_extract", real_extract)
     assert episode_extract(episode_id=episode.pk) == "done"
     episode.refresh_from_db()
     assert (episode.extracted_message_count, episode.summarized_message_count) == (4, 4)
