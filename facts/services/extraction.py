@@ -7,8 +7,7 @@ from django.db import transaction
 from ai.chat import get_chat
 from tenancy.models import Tenant
 
-from ..extraction_rules import extract_by_rules
-from ..llm import llm_extract
+from ..extraction import extract_by_rules, llm_extract
 from ..models import Fact
 from ..selectors import facts_list
 from .history import SYSTEM

@@ -16,8 +16,7 @@ from core.validation import validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content, normalised
-from ..judging import Judgement, Relation, judge_by_rules
-from ..llm import llm_judge
+from ..judging import Judgement, Relation, judge_by_rules, llm_judge
 from ..models import Fact, FactEvent
 from ..selectors import Neighbour, facts_nearest
 from .history import SYSTEM, record_event, snapshot

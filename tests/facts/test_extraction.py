@@ -4,7 +4,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from facts.extraction_rules import CATEGORIES, ExtractedFact, extract_by_rules
+from facts.extraction import ExtractedFact, extract_by_rules
+from facts.models import Fact
 
 FRIDAY = datetime(2023, 5, 5, 15, 30, tzinfo=UTC)  # Friday 2023-05-05
 
@@ -287,7 +288,7 @@ def test_small_talk_around_a_statement_is_dropped():
 def test_every_category_is_known():
     facts = _extract(*(param.values[0] for param in STATEMENTS))
 
-    assert {fact.category for fact in facts} == set(CATEGORIES)
+    assert {fact.category for fact in facts} == set(Fact.Category.values)
 
 
 def test_empty_conversation():

@@ -1,0 +1,10 @@
+"""What extraction produces: a candidate fact, before fact_remember judges it against what is known."""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ExtractedFact:
+    content: str  # "Prefers dark mode", "Lives in Berlin", "喜欢用 Vim", "决定2023-05-12发布"
+    category: str  # a Fact.Category value
+    confidence: float  # 0..1
