@@ -1,5 +1,6 @@
 """The facts API: thin views that validate, call one service or selector, and present the result."""
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -180,13 +181,16 @@ class FactImportItemSerializer(serializers.Serializer):
 
 class FactImportApi(APIView):
     class InputSerializer(serializers.Serializer):
-        facts = serializers.ListField(child=serializers.DictField(), min_length=1, max_length=1000)
+        # The most per request is FACTS_IMPORT_MAX_BATCH, checked by the service with the items.
+        facts = serializers.ListField(child=serializers.DictField(), min_length=1)
 
     class SchemaInputSerializer(serializers.Serializer):
         class Meta:
             ref_name = "FactImportInput"
 
-        facts = serializers.ListField(child=FactImportItemSerializer(), min_length=1, max_length=1000)
+        facts = serializers.ListField(
+            child=FactImportItemSerializer(), min_length=1, max_length=settings.FACTS_IMPORT_MAX_BATCH
+        )
 
     class OutputSerializer(serializers.Serializer):
         imported = serializers.IntegerField()

@@ -260,6 +260,15 @@ def _document_fields(
     }
 
 
+def chunking_problems(*, max_tokens: int, overlap_tokens: int) -> dict[str, str]:
+    """What is wrong with these chunking parameters, by parameter ({} when nothing is)."""
+    if max_tokens < MIN_MAX_TOKENS:
+        return {"max_tokens": f"Must be at least {MIN_MAX_TOKENS}."}
+    if not 0 <= overlap_tokens < max_tokens:
+        return {"overlap_tokens": f"Must be at least 0 and less than max_tokens ({max_tokens})."}
+    return {}
+
+
 def _validate(*, tenant: Tenant, doc_id: str, fields: dict, text: str, max_tokens: int, overlap: int) -> None:
     """Refuse bad input before any embedding call is paid for."""
     errors: dict[str, str] = {}
@@ -267,10 +276,7 @@ def _validate(*, tenant: Tenant, doc_id: str, fields: dict, text: str, max_token
         errors["content_type"] = f"Must be one of {', '.join(sorted(CONTENT_TYPES))}."
     if "\x00" in text:
         errors["text"] = "Must not contain NUL characters."
-    if max_tokens < MIN_MAX_TOKENS:
-        errors["max_tokens"] = f"Must be at least {MIN_MAX_TOKENS}."
-    elif not 0 <= overlap < max_tokens:
-        errors["overlap_tokens"] = f"Must be at least 0 and less than max_tokens ({max_tokens})."
+    errors |= chunking_problems(max_tokens=max_tokens, overlap_tokens=overlap)
     if errors:
         raise ValidationError(errors)
     Document(tenant=tenant, doc_id=doc_id, **fields).full_clean(exclude=["tenant"], validate_constraints=False)
@@ -453,6 +459,9 @@ def documents_index_plan(
     """
     if prune and not plan.roots:
         raise ApplicationError("--prune needs at least one directory argument.")
+    problems = chunking_problems(max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    if problems:  # refused once for the run, not once per file
+        raise ValidationError(problems)
     run = IndexRun(dry_run=dry_run)
     taken_by: dict[str, Path] = {}
     for source in plan.sources:

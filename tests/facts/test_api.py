@@ -195,13 +195,19 @@ def test_bulk_import_refuses_an_item_that_is_not_an_object(api):
     assert response.json()["error"]["message"].startswith("facts[1]")
 
 
-def test_bulk_import_refuses_more_than_1000(api):
+def test_bulk_import_refuses_more_than_the_batch_limit_and_stores_nothing(api, settings):
     payload = {"facts": [{"user_id": "u1", "content": f"fact {n}"} for n in range(1001)]}
 
     response = api.post("/api/v1/facts/import", payload, format="json")
 
     assert response.status_code == 400
-    assert "facts" in response.json()["error"]["details"]
+    assert response.json()["error"]["details"] == {"facts": ["At most 1000 facts per request."]}
+
+    settings.FACTS_IMPORT_MAX_BATCH = 3  # the setting is the limit, at the API too
+    small = api.post("/api/v1/facts/import", {"facts": payload["facts"][:4]}, format="json")
+    assert small.status_code == 400
+    assert small.json()["error"]["details"] == {"facts": ["At most 3 facts per request."]}
+    assert not Fact.objects.exists()
 
 
 class TestTenantIsolation:

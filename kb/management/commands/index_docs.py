@@ -1,12 +1,14 @@
 import time
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from core.errors import ApplicationError
 from core.progress import Progress
-from kb.chunking import MIN_MAX_TOKENS
 from kb.services import IndexRun, documents_index_plan, index_plan_build
 from tenancy.selectors import tenant_get_by_name
+
+OPTIONS = {"max_tokens": "--max-tokens", "overlap_tokens": "--overlap"}
 
 
 class Command(BaseCommand):
@@ -47,10 +49,6 @@ class Command(BaseCommand):
         scope = tenant_get_by_name(name=tenant)
         if scope is None:
             raise CommandError(f"No tenant named {tenant!r}.")
-        if max_tokens < MIN_MAX_TOKENS:
-            raise CommandError(f"--max-tokens must be at least {MIN_MAX_TOKENS}.")
-        if not 0 <= overlap < max_tokens:
-            raise CommandError(f"--overlap must be at least 0 and less than --max-tokens ({max_tokens}).")
         started = time.monotonic()
         try:
             plan = index_plan_build(paths=paths, include=include, exclude=exclude, doc_id=doc_id)
@@ -66,6 +64,8 @@ class Command(BaseCommand):
             )
         except ApplicationError as exc:  # bad arguments, or the embedding provider failed for good
             raise CommandError(exc.message) from None
+        except ValidationError as exc:  # chunking parameters
+            raise CommandError(_as_options(exc)) from None
         progress.close()
         for failure in run.failures:
             self.stderr.write(f"failed: {failure.path}: {failure.reason}")
@@ -74,6 +74,14 @@ class Command(BaseCommand):
         self.stdout.write(summary(run, seconds=time.monotonic() - started))
         if run.failures:
             raise CommandError(f"{len(run.failures)} file(s) could not be indexed (see above).")
+
+
+def _as_options(error: ValidationError) -> str:
+    """The service's message, naming the command's options: "--overlap must be at least 0 and less than ..."."""
+    name, [message] = next(iter(error.message_dict.items()))
+    for parameter, option in OPTIONS.items():
+        message = message.replace(parameter, option)
+    return f"{OPTIONS.get(name, name)} {message[0].lower()}{message[1:]}"
 
 
 def summary(run: IndexRun, *, seconds: float) -> str:
