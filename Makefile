@@ -29,8 +29,10 @@ test: install ## Run the whole test suite on the embedded PostgreSQL (fails if n
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; exit $$rc
 
-lint: install ## Check the code with ruff
+lint: install ## Check the code: ruff (style, imports, bugs) and import-linter (the layers of the architecture)
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(VENV)/bin/lint-imports
 
 bench: install ## Run the benchmarks under bench/ (they print figures; nothing is asserted)
 	$(PY) manage.py migrate --noinput
