@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
-from core.text import query_terms
+from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from facts.models import Fact
 from tenancy.models import Tenant
 
@@ -58,41 +58,21 @@ class ScoredEpisode:
 
 
 # One statement over one user's episodes (an exact scan through the (tenant, user_id) index): cosine to the
-# summary vector, BM25 over the messages' tsvector with document frequencies counted on the same rows.
+# summary vector, and BM25 over the messages' tsvector (core.keywords.scored_rows, with length normalisation:
+# sessions run from a few lines to hundreds), document frequencies counted on the same episodes.
 _SEARCH_SQL = """
-WITH base AS MATERIALIZED (
-    SELECT id, search_vector, length(search_vector) AS len,
-           CASE WHEN embedding IS NOT NULL AND embedding_model = %(model)s
-                THEN 1 - (embedding <=> %(vector)s::vector) ELSE 0 END AS vector_score
-    FROM episodes_episode
-    WHERE {where}
-),
-terms AS (
-    SELECT idx, phraseto_tsquery('english', term) AS tsq
-    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, idx)
-),
-matches AS (SELECT b.id, b.len, t.idx FROM base b JOIN terms t ON b.search_vector @@ t.tsq),
-stats AS (SELECT count(*) AS n, greatest(avg(len), 1) AS avglen FROM base),
-idf AS (
-    SELECT idx, ln(1 + ((SELECT n FROM stats) - count(*) + 0.5) / (count(*) + 0.5)) AS idf
-    FROM matches GROUP BY idx
-),
-keyword AS (
-    SELECT m.id, sum(i.idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * m.len / (SELECT avglen FROM stats)))) AS bm25
-    FROM matches m JOIN idf i USING (idx)
-    GROUP BY m.id
-),
-scored AS (
-    SELECT b.id, b.vector_score,
-           (coalesce(k.bm25, 0) / greatest(max(k.bm25) OVER (), 1e-9))::float8 AS keyword_score
-    FROM base b LEFT JOIN keyword k ON k.id = b.id
-)
-SELECT id, vector_score, keyword_score
-FROM scored
-WHERE vector_score > 0 OR keyword_score > 0
-ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score DESC, id DESC
+WITH {scored_rows}
+SELECT id, vector_score, {keyword_score} AS keyword_score
+FROM base CROSS JOIN idf CROSS JOIN top
+WHERE vector_score > 0 OR {keyword_score} > 0
+ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {keyword_score} DESC, id DESC
 LIMIT %(limit)s
 """
+# Until the summary is made (or for another model's vector) the vector side scores 0.
+_VECTOR_SCORE = (
+    "CASE WHEN embedding IS NOT NULL AND embedding_model = %(model)s THEN 1 - (embedding <=> %(vector)s::vector) "
+    "ELSE 0 END"
+)
 
 
 def episodes_search(
@@ -117,18 +97,28 @@ def episodes_search(
     if agent_id is not None:
         clauses.append("agent_id = %(agent_id)s")
         params["agent_id"] = agent_id
-    terms = query_terms(query)
+    keywords = KeywordQuery(query)
+    bm25 = Bm25(k1=settings.EPISODES_SEARCH_BM25_K1, b=settings.EPISODES_SEARCH_BM25_B)
     weight = settings.EPISODES_SEARCH_VECTOR_WEIGHT
-    params |= {
+    params |= keywords.params | {
         "model": active_embedding_model(),
         "vector": vector_literal(vector),
-        "terms": terms,
         "vector_weight": weight,
         "keyword_weight": 1 - weight,
         "limit": limit,
     }
+    sql = _SEARCH_SQL.format(
+        scored_rows=scored_rows(
+            keywords=keywords,
+            bm25=bm25,
+            table="episodes_episode",
+            where=" AND ".join(clauses),
+            vector_score=_VECTOR_SCORE,
+        ),
+        keyword_score=keyword_score(keywords, bm25),
+    )
     with connection.cursor() as cursor:
-        cursor.execute(_SEARCH_SQL.format(where=" AND ".join(clauses)), params)
+        cursor.execute(sql, params)
         rows = cursor.fetchall()
     scoped = Episode.objects.filter(tenant=tenant).defer("search_text", "search_vector", "embedding")
     episodes = scoped.in_bulk([row[0] for row in rows])
@@ -138,7 +128,7 @@ def episodes_search(
             score=round(weight * vector_score + (1 - weight) * keyword_score, 6),
             vector=round(vector_score, 6),
             keyword=round(keyword_score, 6),
-            matches=matching_messages(episodes[episode_id].messages, terms),
+            matches=matching_messages(episodes[episode_id].messages, keywords.terms),
         )
         for episode_id, vector_score, keyword_score in rows
     ]

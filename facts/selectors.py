@@ -10,7 +10,7 @@ from pgvector.django import CosineDistance
 
 from ai.services import active_embedding_model, embed_query
 from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
-from core.text import query_terms
+from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent
@@ -118,35 +118,17 @@ class ScoredFact:
 
 
 # One statement over one user's rows (the measured fastest exact plan: btree on (tenant, user_id, status), no
-# HNSW): cosine for every row, and for the keyword side the IDF of each query term the row matches, with document
-# frequencies counted on the same rows, so a name in every fact weighs nothing and a rare code or number a lot.
-# That is BM25 with one occurrence per term and no length normalisation: facts are a sentence long, and
-# penalising longer ones measured worse on LoCoMo (b = 0.75: 0.696 recall@10, b = 0: 0.708). The query's terms are
-# constants in the statement (one boolean column each), not an array joined per row: 3x faster at 10k facts.
-# Rows that match the same terms score the same, so document frequencies and the best keyword score (which scales
-# keyword scores to 0-1) come from those few groups, not from a window over every row (11% faster at 10k facts).
-# Scores are float8 throughout: numeric IDFs made every per-row sum and division numeric arithmetic (18% at 10k).
-# Only the best candidates travel back, as whole facts in the same statement, their vectors in pgvector's binary
-# form (parsing the text form of 40 vectors costs more than the scan of 1,000 rows).
+# HNSW): cosine for every row, and BM25 over the user's facts (core.keywords.scored_rows: document frequencies
+# counted on the same rows, from the few groups of rows matching the same terms), without length normalisation by
+# default: facts are a sentence long, and penalising longer ones measured worse on LoCoMo (b = 0.75: 0.696
+# recall@10, b = 0: 0.708). Only the best candidates travel back, as whole facts in the same statement, their
+# vectors in pgvector's binary form (parsing the text form of 40 vectors costs more than the scan of 1,000 rows).
 _SEARCH_SQL = """
-WITH base AS MATERIALIZED (
-    SELECT id, 1 - (embedding <=> %(vector)s::vector) AS vector_score{matches}
-    FROM facts_fact
-    WHERE {where}
-),
-patterns AS MATERIALIZED (
-    SELECT {pattern_columns}count(*) AS facts FROM base{pattern_grouping}
-),
-idf AS MATERIALIZED (
-    SELECT {idfs} FROM patterns
-),
-top AS MATERIALIZED (
-    SELECT greatest(max({pattern_bm25}), 1e-9) AS bm25 FROM patterns CROSS JOIN idf
-),
+WITH {scored_rows},
 best AS (
-    SELECT id, vector_score, {bm25} / top.bm25 AS keyword_score
+    SELECT id, vector_score, {keyword_score} AS keyword_score
     FROM base CROSS JOIN idf CROSS JOIN top
-    ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {bm25} / top.bm25 DESC, id DESC
+    ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {keyword_score} DESC, id DESC
     LIMIT %(candidates)s
 )
 SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary
@@ -158,29 +140,7 @@ _HIT_FIELDS = [
 ]
 _HIT_COLUMNS = ", ".join(f"f.{field.column}" for field in _HIT_FIELDS)
 _AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row
-MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
 MIN_CANDIDATES = 20  # what MMR chooses from at least; LoCoMo recall@10 is the same with 20, 30 or 40
-
-
-def _keyword_sql(term_count: int) -> dict[str, str]:
-    """The per-term pieces of _SEARCH_SQL: a match column per term, the groups of rows matching the same terms,
-    each term's IDF, and the sum of the IDFs of the matched terms (for a group and for a row)."""
-    if not term_count:  # one pattern and one idf row, as with terms, so the joins keep every row
-        return {"matches": "", "pattern_columns": "", "pattern_grouping": "", "idfs": "sum(facts) AS facts",
-                "pattern_bm25": "0::float8", "bm25": "0::float8"}  # fmt: skip
-    terms = range(term_count)
-    matched = "coalesce(sum(facts) FILTER (WHERE m{n}), 0)"
-    return {
-        "matches": "".join(f", search_vector @@ phraseto_tsquery('english', %(term{n})s) AS m{n}" for n in terms),
-        "pattern_columns": "".join(f"m{n}, " for n in terms),
-        "pattern_grouping": " GROUP BY " + ", ".join(f"m{n}" for n in terms),
-        "idfs": ", ".join(
-            f"ln(1 + (sum(facts) - {matched.format(n=n)} + 0.5) / ({matched.format(n=n)} + 0.5))::float8 AS idf{n}"
-            for n in terms
-        ),
-        "pattern_bm25": " + ".join(f"CASE WHEN patterns.m{n} THEN idf{n} ELSE 0::float8 END" for n in terms),
-        "bm25": "(" + " + ".join(f"CASE WHEN base.m{n} THEN idf{n} ELSE 0::float8 END" for n in terms) + ")",
-    }
 
 
 def facts_search(
@@ -272,15 +232,26 @@ def facts_search_statement(
     if occurred_before is not None:
         clauses.append("coalesce(occurred_at, valid_from) < %(occurred_before)s")
         params["occurred_before"] = occurred_before
-    terms = query_terms(query)[:MAX_QUERY_TERMS]
-    params |= {f"term{n}": term for n, term in enumerate(terms)}
+    keywords = KeywordQuery(query)
+    bm25 = Bm25(k1=settings.FACTS_SEARCH_BM25_K1, b=settings.FACTS_SEARCH_BM25_B)
+    params |= keywords.params
     params |= {
         "vector": vector_literal(vector),
         "vector_weight": settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES),
     }
-    sql = _SEARCH_SQL.format(where=" AND ".join(clauses), columns=_HIT_COLUMNS, **_keyword_sql(len(terms)))
+    sql = _SEARCH_SQL.format(
+        scored_rows=scored_rows(
+            keywords=keywords,
+            bm25=bm25,
+            table="facts_fact",
+            where=" AND ".join(clauses),
+            vector_score="1 - (embedding <=> %(vector)s::vector)",
+        ),
+        keyword_score=keyword_score(keywords, bm25),
+        columns=_HIT_COLUMNS,
+    )
     return sql, params
 
 

@@ -13,7 +13,7 @@ from django.shortcuts import get_object_or_404
 
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
-from core.text import query_terms
+from core.keywords import Bm25, KeywordQuery
 from tenancy.models import Tenant
 
 from .models import Document, KBChunk
@@ -89,7 +89,9 @@ class DocumentHit:
 
 # Tenant-wide hybrid search. Each channel picks its own candidates with its own index: the vector side an HNSW
 # scan (iterative, so the tenant filter cannot starve it), the keyword side the GIN index on search_vector. The
-# union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
+# keyword side is BM25 (core.keywords): every chunk of the tenant that matches a term is read once, which gives the
+# exact document frequency of each term (a chunk matching a term matches "any term") and the keyword candidates.
+# The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
     SELECT id
@@ -98,29 +100,44 @@ WITH vector_hits AS MATERIALIZED (
     ORDER BY embedding <=> %(vector)s::vector
     LIMIT %(candidates)s
 ),
+keyword_matches AS MATERIALIZED (
+    SELECT id{match_columns}{length_column}
+    FROM kb_kbchunk
+    WHERE {where} AND search_vector @@ {any_term}
+),
+patterns AS MATERIALIZED (
+    SELECT {pattern_columns}count(*) AS rows{pattern_lengths}
+    FROM keyword_matches{pattern_grouping}
+),
+idf AS MATERIALIZED (
+    SELECT {idf_columns}{average_length}
+    FROM patterns
+),
 keyword_hits AS MATERIALIZED (
     SELECT id
-    FROM kb_kbchunk
-    WHERE {where} AND search_vector @@ {tsquery}
-    ORDER BY {rank} DESC, id
+    FROM keyword_matches CROSS JOIN idf
+    ORDER BY {match_score} DESC, id
     LIMIT %(candidates)s
 ),
 candidates AS (
     SELECT id FROM vector_hits
     UNION
     SELECT id FROM keyword_hits
+),
+scored AS (
+    SELECT c.id, c.document_id, c.heading_path, c.line_start, c.line_end, c.text,
+           (1 - (c.embedding <=> %(vector)s::vector))::float8 AS cosine{candidate_columns}
+    FROM candidates JOIN kb_kbchunk c ON c.id = candidates.id
+    WHERE c.tenant_id = %(tenant)s
 )
-SELECT c.id, c.document_id, d.doc_id, c.heading_path, c.line_start, c.line_end, c.text,
-       (1 - (c.embedding <=> %(vector)s::vector))::float8 AS cosine,
-       CASE WHEN c.search_vector @@ {tsquery} THEN {c_rank} ELSE 0 END::float8 AS rank,
-       {c_matched} AS matched
-FROM candidates
-JOIN kb_kbchunk c ON c.id = candidates.id
-JOIN kb_document d ON d.id = c.document_id
-WHERE c.tenant_id = %(tenant)s AND d.tenant_id = %(tenant)s
+SELECT s.id, s.document_id, d.doc_id, s.heading_path, s.line_start, s.line_end, s.text, s.cosine,
+       {candidate_score} AS bm25, {matched} AS matched
+FROM scored s CROSS JOIN idf
+JOIN kb_document d ON d.id = s.document_id
+WHERE d.tenant_id = %(tenant)s
 """
-_NO_KEYWORDS = "NULL::tsquery"  # @@ NULL is never true: the keyword side is empty
-MAX_QUERY_TERMS = 32
+# N, the chunks the document frequencies are counted against: an index-only count on (tenant, document).
+_TENANT_CHUNKS = "(SELECT count(*) FROM kb_kbchunk WHERE {scope})"
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
@@ -134,69 +151,76 @@ def kb_search(
     path_prefix: str = "",
 ) -> list[DocumentHit]:
     """The tenant's passages that best answer `query`, best first: fused = w x cosine + (1 - w) x keyword, where
-    w is FACTS_SEARCH_VECTOR_WEIGHT and keyword is ts_rank_cd x terms matched, scaled so the best keyword hit
-    among the candidates is 1, times the share of the query's terms the passage contains (1.0 = the best hit
-    has every term). `vector` is the query's embedding when the caller already has it.
+    w is KB_SEARCH_VECTOR_WEIGHT and keyword is BM25 over the tenant's chunks (KB_SEARCH_BM25_K1 / _B), scaled so
+    the best keyword hit among the candidates is 1, times the share of the query's terms the passage contains.
+    `vector` is the query's embedding when the caller already has it.
 
     doc_ids / path_prefix (a doc id prefix, e.g. "guides/") narrow the search to some documents. Only chunks
     embedded by the active model are searched (others are stale until re-indexed).
     """
     if not query.strip() or limit <= 0:
         return []
-    where, params = ["tenant_id = %(tenant)s", "embedding_model = %(model)s", "embedding IS NOT NULL"], {}
+    documents = None
     if doc_ids is not None or path_prefix:
         documents = _document_ids(tenant=tenant, doc_ids=doc_ids, path_prefix=path_prefix)
         if not documents:
             return []
-        where.append("document_id = ANY(%(documents)s)")
-        params["documents"] = documents
     vector = embed_query(query) if vector is None else vector
-    candidates = max(limit * settings.KB_SEARCH_CANDIDATE_FACTOR, 40)
-    terms = query_terms(query)[:MAX_QUERY_TERMS]
-    params |= {f"term{n}": term for n, term in enumerate(terms)}
-    params |= {
-        "tenant": tenant.pk,
-        "model": active_embedding_model(),
-        "vector": vector_literal(vector),
-        "candidates": candidates,
-    }
-    sql = _SEARCH_SQL.format(
-        where=" AND ".join(where),
-        tsquery=_any_term(len(terms)),
-        rank=_keyword_rank(len(terms), "search_vector"),
-        c_rank=_keyword_rank(len(terms), "c.search_vector"),
-        c_matched=_terms_matched(len(terms), "c.search_vector"),
-    )
+    keywords = KeywordQuery(query)
+    sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
     with transaction.atomic(), connection.cursor() as cursor:
         # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
         # almost nothing; relaxed order is fine because the candidates are re-scored below.
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-        ef_search = min(max(settings.KB_SEARCH_EF_SEARCH, candidates), _MAX_EF_SEARCH)
+        ef_search = min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH)
         cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
         cursor.execute(sql, params)
         rows = cursor.fetchall()
         # A read: rolling back ends the SET LOCALs here, even inside a caller's transaction.
         transaction.set_rollback(True)
-    return _fused(rows, limit, term_count=len(terms))
+    return _fused(rows, limit, term_count=len(keywords))
 
 
-def _any_term(count: int) -> str:
-    """The query's terms ORed, as constants in the statement (not a CTE), so the planner can use the GIN index."""
-    return "(" + (" || ".join(_term(n) for n in range(count)) or _NO_KEYWORDS) + ")"
-
-
-def _keyword_rank(count: int, column: str) -> str:
-    """ts_rank_cd x the number of distinct query terms matched: without it, a heading word repeated three times
-    outranks a passage that has both words of a two-word query (ts_rank_cd knows nothing of rarity)."""
-    return f"ts_rank_cd({column}, {_any_term(count)}, 1) * {_terms_matched(count, column)}"
-
-
-def _terms_matched(count: int, column: str) -> str:
-    return "(" + (" + ".join(f"({column} @@ {_term(n)})::int" for n in range(count)) or "0") + ")"
-
-
-def _term(n: int) -> str:
-    return f"phraseto_tsquery('english', %(term{n})s)"
+def kb_search_statement(
+    *, tenant: Tenant, keywords: KeywordQuery, vector: np.ndarray, limit: int, documents: list[int] | None = None
+) -> tuple[str, dict]:
+    """The statement kb_search runs and its parameters (also for EXPLAIN in tests and benchmarks)."""
+    scope = ["tenant_id = %(tenant)s"] + (["document_id = ANY(%(documents)s)"] if documents is not None else [])
+    where = [*scope, "embedding_model = %(model)s", "embedding IS NOT NULL"]
+    bm25 = Bm25(k1=settings.KB_SEARCH_BM25_K1, b=settings.KB_SEARCH_BM25_B)
+    names = keywords.match_names()
+    lengths = bool(bm25.b)
+    document_frequency = lambda match: f"coalesce(sum(rows) FILTER (WHERE {match}), 0)"  # noqa: E731
+    sql = _SEARCH_SQL.format(
+        where=" AND ".join(where),
+        any_term=keywords.any_term(),
+        match_columns=keywords.match_columns("search_vector"),
+        length_column=", length(search_vector) AS len" if lengths else "",
+        pattern_columns="".join(f"{name}, " for name in names),
+        pattern_lengths=", sum(len) AS lengths" if lengths else "",
+        pattern_grouping=" GROUP BY " + ", ".join(names) if names else "",
+        idf_columns=keywords.idf_columns(_TENANT_CHUNKS.format(scope=" AND ".join(scope)), document_frequency),
+        # Over the chunks that match: the tenant-wide average would cost a read of every chunk.
+        average_length=", greatest(sum(lengths) / greatest(sum(rows), 1), 1)::float8 AS average_length"
+        if lengths
+        else "",
+        match_score=keywords.score(
+            bm25, alias="keyword_matches", length="keyword_matches.len", average_length="idf.average_length"
+        ),
+        candidate_columns=keywords.match_columns("c.search_vector")
+        + (", length(c.search_vector) AS len" if lengths else ""),
+        candidate_score=keywords.score(bm25, alias="s", length="s.len", average_length="idf.average_length"),
+        matched=keywords.matched_count("s"),
+    )
+    params = keywords.params | {
+        "tenant": tenant.pk,
+        "model": active_embedding_model(),
+        "vector": vector_literal(vector),
+        "candidates": max(limit * settings.KB_SEARCH_CANDIDATE_FACTOR, 40),
+    }
+    if documents is not None:
+        params["documents"] = documents
+    return sql, params
 
 
 def _document_ids(*, tenant: Tenant, doc_ids: Sequence[str] | None, path_prefix: str) -> list[int]:
@@ -209,13 +233,13 @@ def _document_ids(*, tenant: Tenant, doc_ids: Sequence[str] | None, path_prefix:
 
 
 def _fused(rows: list[tuple], limit: int, *, term_count: int) -> list[DocumentHit]:
-    weight = settings.FACTS_SEARCH_VECTOR_WEIGHT
-    best_rank = max((row[8] for row in rows), default=0.0) or 1.0
+    weight = settings.KB_SEARCH_VECTOR_WEIGHT
+    best = max((row[8] for row in rows), default=0.0) or 1.0
     hits = []
-    for _, document_id, doc_id, heading_path, line_start, line_end, text, cosine, rank, matched in rows:
+    for _, document_id, doc_id, heading_path, line_start, line_end, text, cosine, bm25, matched in rows:
         # Scaled to the best keyword hit, and by the share of the query's terms the passage has: a passage
         # sharing one incidental word with a long question is not a full keyword match, even if it is the best.
-        keyword = rank / best_rank * matched / max(term_count, 1)
+        keyword = bm25 / best * matched / max(term_count, 1)
         hits.append(
             DocumentHit(
                 document_id=document_id,

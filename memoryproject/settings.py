@@ -168,6 +168,10 @@ FACTS_LLM_JUDGE_MIN_SIMILARITY = env.float("FACTS_LLM_JUDGE_MIN_SIMILARITY", def
 FACTS_IMPORT_MAX_BATCH = env.int("FACTS_IMPORT_MAX_BATCH", default=1000)
 # Search: fused = w * cosine + (1 - w) * BM25 (scaled to the query's best keyword hit); see bench/locomo_recall.py.
 FACTS_SEARCH_VECTOR_WEIGHT = env.float("FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
+# BM25 length normalisation (0 = off) and saturation: one-sentence facts rank best without it (LoCoMo recall@10
+# 0.708 with b = 0, 0.696 with b = 0.75); k1 only counts when b > 0.
+FACTS_SEARCH_BM25_B = env.float("FACTS_SEARCH_BM25_B", default=0.0)
+FACTS_SEARCH_BM25_K1 = env.float("FACTS_SEARCH_BM25_K1", default=1.2)
 FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=2)
 FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
@@ -180,6 +184,11 @@ KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
 # is larger), and candidates per channel (vector, keyword) = max(limit x factor, 40) before fusion.
 KB_SEARCH_EF_SEARCH = env.int("KB_SEARCH_EF_SEARCH", default=100)
 KB_SEARCH_CANDIDATE_FACTOR = env.int("KB_SEARCH_CANDIDATE_FACTOR", default=4)
+# kb_search: fused = w * cosine + (1 - w) * keyword, keyword = BM25 over the tenant's chunks (bench/locomo_recall.py
+# --target kb); its own settings, so tuning fact search leaves KB search alone.
+KB_SEARCH_VECTOR_WEIGHT = env.float("KB_SEARCH_VECTOR_WEIGHT", default=0.7)
+KB_SEARCH_BM25_K1 = env.float("KB_SEARCH_BM25_K1", default=1.2)
+KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.75)
 
 # --- Episodes (episodes app) ------------------------------------------------------------------------
 # Limits on POST /api/v1/episodes; over them the request is refused (413) and nothing is stored.
@@ -198,6 +207,9 @@ EPISODES_SUMMARY_MAX_CHARS = env.int("EPISODES_SUMMARY_MAX_CHARS", default=600)
 EPISODES_SUMMARY_INPUT_MAX_CHARS = env.int("EPISODES_SUMMARY_INPUT_MAX_CHARS", default=24000)
 # Episode search: fused = w * cosine(summary) + (1 - w) * BM25 over the message text (scaled to the best hit).
 EPISODES_SEARCH_VECTOR_WEIGHT = env.float("EPISODES_SEARCH_VECTOR_WEIGHT", default=0.5)
+# BM25 saturation and length normalisation over the sessions (the textbook values: sessions vary in length).
+EPISODES_SEARCH_BM25_K1 = env.float("EPISODES_SEARCH_BM25_K1", default=1.2)
+EPISODES_SEARCH_BM25_B = env.float("EPISODES_SEARCH_BM25_B", default=0.75)
 
 # --- Forgetting (forgetting app) -------------------------------------------------------------------
 # The policy of every tenant that has not saved its own (API /api/v1/forget-policy, or the admin).

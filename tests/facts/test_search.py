@@ -8,8 +8,9 @@ import pytest
 from django.db import connection
 
 from ai.services import embed_query
+from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
-from facts.selectors import MAX_QUERY_TERMS, facts_search, facts_search_statement
+from facts.selectors import facts_search, facts_search_statement
 from facts.services import fact_reject, fact_remember, facts_import
 
 pytestmark = pytest.mark.django_db
