@@ -1,16 +1,35 @@
-"""Chat models that answer with JSON matching a schema; CHAT_PROVIDER=none means callers use their rules."""
+"""Chat models that answer with JSON validated by a pydantic model; CHAT_PROVIDER=none means callers use their
+rules."""
 
 import functools
 import json
 import logging
 from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from django.conf import settings
+from pydantic import BaseModel, ValidationError
 
 from .errors import AIProviderError
 from .openai_calls import call_openai
 
 logger = logging.getLogger(__name__)
+
+
+class ChatAnswer(BaseModel):
+    """What a chat call answers: a pydantic model, defined beside its prompt. Its JSON schema (model_json_schema:
+    nested models and enums come as $defs + $ref, which structured output accepts) is shown in the prompt and sent
+    as the response_format schema, under `schema_name`, a stable name of our own rather than the class name.
+    The schema is not `strict`: that needs additionalProperties: false on every object and not every
+    OpenAI-compatible server knows it; the answer is validated here anyway.
+
+    Unknown keys are ignored, as before. Declare numbers with Field(strict=True): in lax mode pydantic takes "0.9"
+    or true for a number."""
+
+    schema_name: ClassVar[str]  # ^[a-zA-Z0-9_-]{1,64}$, as OpenAI wants it
+
+
+Answer = TypeVar("Answer", bound=ChatAnswer)
 
 
 @dataclass(frozen=True)
@@ -65,8 +84,10 @@ class OpenAIChat:
             max_retries=config.max_retries,
         )
 
-    def complete_json(self, *, system: str, user: str, schema: dict, schema_name: str) -> dict:
-        """Ask for a JSON object matching `schema`; one more try on invalid JSON, then a clear error."""
+    def complete_json(self, *, system: str, user: str, answer: type[Answer]) -> Answer:
+        """Ask for a JSON object matching the `answer` model and return it validated; one more try when the
+        answer is not JSON or does not validate (the retry names the problems), then a clear error."""
+        schema = answer.model_json_schema()
         messages = [
             # JSON mode needs the word "JSON" in the prompt, and weaker models need the schema spelled out.
             {
@@ -77,16 +98,11 @@ class OpenAIChat:
         ]
         problem = ""
         for attempt in range(2):
-            content = self._complete(messages, schema, schema_name)
+            content = self._complete(messages, schema, answer.schema_name)
             try:
-                value = json.loads(content)
-            except ValueError as exc:
-                problem = f"not JSON ({exc})"
-            else:
-                errors = schema_errors(value, schema)
-                if not errors:
-                    return value
-                problem = "; ".join(errors[:5])
+                return answer.model_validate_json(content)
+            except ValidationError as exc:
+                problem = "; ".join(answer_problems(exc)[:5])
             logger.warning("chat model answered invalid JSON (attempt %d): %s", attempt + 1, problem)
             messages = [
                 *messages,
@@ -123,45 +139,11 @@ class OpenAIChat:
         return (response.choices[0].message.content or "") if response.choices else ""
 
 
-_JSON_TYPES = {
-    "object": dict,
-    "array": list,
-    "string": str,
-    "number": (int, float),
-    "integer": int,
-    "boolean": bool,
-    "null": type(None),
-}
-
-
-def schema_errors(value, schema: dict, path: str = "$") -> list[str]:
-    """Check `value` against the JSON-schema subset our prompts use: type, enum, required, properties, items,
-    minimum/maximum. Returns the problems found, each naming its path."""
-    expected = schema.get("type")
-    if expected:
-        types = expected if isinstance(expected, list) else [expected]
-        python_types = tuple(t for name in types for t in _as_tuple(_JSON_TYPES[name]))
-        is_bool = isinstance(value, bool)
-        if not isinstance(value, python_types) or (is_bool and "boolean" not in types):
-            return [f"{path} should be {' or '.join(types)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        return [f"{path} should be one of {schema['enum']}"]
-    errors = []
-    if isinstance(value, dict):
-        errors += [f"{path}.{name} is required" for name in schema.get("required", []) if name not in value]
-        for name, subschema in schema.get("properties", {}).items():
-            if name in value:
-                errors += schema_errors(value[name], subschema, f"{path}.{name}")
-    if isinstance(value, list) and "items" in schema:
-        for index, item in enumerate(value):
-            errors += schema_errors(item, schema["items"], f"{path}[{index}]")
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            errors.append(f"{path} should be >= {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            errors.append(f"{path} should be <= {schema['maximum']}")
-    return errors
-
-
-def _as_tuple(value) -> tuple:
-    return value if isinstance(value, tuple) else (value,)
+def answer_problems(error: ValidationError) -> list[str]:
+    """The problems pydantic found, each naming its path: "$.facts[0].confidence: Input should be less than or
+    equal to 1", "$: Invalid JSON: EOF while parsing a value at line 1 column 0"."""
+    problems = []
+    for item in error.errors(include_url=False):
+        path = "$" + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in item["loc"])
+        problems.append(f"{path}: {item['msg']}")
+    return problems

@@ -4,10 +4,11 @@ import logging
 import math
 import re
 from collections import Counter
+from typing import ClassVar
 
 from django.conf import settings
 
-from ai.chat import get_chat
+from ai.chat import ChatAnswer, get_chat
 from ai.errors import AIProviderError
 from core.text import STOP_WORDS
 
@@ -17,11 +18,10 @@ from .models import Episode
 logger = logging.getLogger(__name__)
 
 
-SUMMARY_SCHEMA = {
-    "type": "object",
-    "properties": {"summary": {"type": "string"}},
-    "required": ["summary"],
-}
+class EpisodeSummary(ChatAnswer):
+    schema_name: ClassVar[str] = "episode_summary"
+
+    summary: str
 
 
 SUMMARY_SYSTEM = """You write the summary a long-term memory keeps of a conversation between a user and an
@@ -45,13 +45,12 @@ def episode_summary(episode: Episode, *, message_count: int) -> str:
         answer = chat.complete_json(
             system=SUMMARY_SYSTEM.replace("WORDS", str(settings.EPISODES_SUMMARY_MAX_CHARS // 6)),
             user=f"Summary of the earlier part:\n{previous or '(none)'}\n\nMessages:\n{_transcript(new)}",
-            schema=SUMMARY_SCHEMA,
-            schema_name="episode_summary",
+            answer=EpisodeSummary,
         )
     except AIProviderError as exc:
         logger.warning("chat summary unavailable, summarising extractively: %s", exc.message)
         return summary_extractive(messages)
-    return _shorten(" ".join(answer["summary"].split()), settings.EPISODES_SUMMARY_MAX_CHARS) or summary_extractive(
+    return _shorten(" ".join(answer.summary.split()), settings.EPISODES_SUMMARY_MAX_CHARS) or summary_extractive(
         messages
     )
 

@@ -1,30 +1,27 @@
 """What the chat model is asked to extract from a conversation, and how its answer becomes candidate facts."""
 
 from datetime import datetime
+from typing import ClassVar
 
-from ai.chat import OpenAIChat
+from pydantic import BaseModel, Field
+
+from ai.chat import ChatAnswer, OpenAIChat
 
 from ..models import Fact
 from .candidate import ExtractedFact
 
-EXTRACT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "facts": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "content": {"type": "string"},
-                    "category": {"type": "string", "enum": [category.value for category in Fact.Category]},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                },
-                "required": ["content", "category", "confidence"],
-            },
-        }
-    },
-    "required": ["facts"],
-}
+
+class AnsweredFact(BaseModel):
+    content: str
+    category: Fact.Category
+    confidence: float = Field(strict=True, ge=0, le=1)  # strict: no "0.9", no true
+
+
+class ExtractedFacts(ChatAnswer):
+    schema_name: ClassVar[str] = "extracted_facts"
+
+    facts: list[AnsweredFact]
+
 
 EXTRACT_SYSTEM = """You extract long-term memory about the USER from a conversation between the user and an
 assistant. Return atomic facts, each one short statement that stays useful in future conversations.
@@ -49,11 +46,10 @@ def llm_extract(
             f"Conversation time: {reference_time.isoformat()} ({reference_time:%A})\n\n"
             f"Facts already known about the user:\n{known}\n\nConversation:\n{transcript}"
         ),
-        schema=EXTRACT_SCHEMA,
-        schema_name="extracted_facts",
+        answer=ExtractedFacts,
     )
     return [
-        ExtractedFact(content=item["content"].strip(), category=item["category"], confidence=item["confidence"])
-        for item in answer["facts"]
-        if item["content"].strip()
+        ExtractedFact(content=item.content.strip(), category=item.category.value, confidence=item.confidence)
+        for item in answer.facts
+        if item.content.strip()
     ]

@@ -1,29 +1,27 @@
 """What the chat model is asked to judge a new fact against the user's nearest facts, and how its answer becomes
 judgements."""
 
-from ai.chat import OpenAIChat
+from typing import ClassVar
+
+from pydantic import BaseModel, Field
+
+from ai.chat import ChatAnswer, OpenAIChat
 
 from .judgement import Judgement, Relation
 
-JUDGE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "judgements": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "index": {"type": "integer"},
-                    "relation": {"type": "string", "enum": [relation.value for relation in Relation]},
-                    "certainty": {"type": "number", "minimum": 0, "maximum": 1},
-                    "reason": {"type": "string"},
-                },
-                "required": ["index", "relation", "certainty", "reason"],
-            },
-        }
-    },
-    "required": ["judgements"],
-}
+
+class PairJudgement(BaseModel):
+    index: int = Field(strict=True)  # of the existing fact; strict: "0" or true is not an index
+    relation: Relation
+    certainty: float = Field(strict=True, ge=0, le=1)  # strict: no "0.9", no true
+    reason: str
+
+
+class FactJudgements(ChatAnswer):
+    schema_name: ClassVar[str] = "fact_judgements"
+
+    judgements: list[PairJudgement]
+
 
 JUDGE_SYSTEM = """You keep a memory of facts about one user clean. Compare a NEW fact with each EXISTING fact and
 label the pair:
@@ -40,11 +38,10 @@ def llm_judge(chat: OpenAIChat, *, new: str, existing: list[str]) -> list[Judgem
     answer = chat.complete_json(
         system=JUDGE_SYSTEM,
         user=f"NEW fact: {new}\n\nEXISTING facts:\n{listing}",
-        schema=JUDGE_SCHEMA,
-        schema_name="fact_judgements",
+        answer=FactJudgements,
     )
     judgements = [Judgement(Relation.UNRELATED, 1.0, "not labelled by the model")] * len(existing)
-    for item in answer["judgements"]:
-        if 0 <= item["index"] < len(existing):
-            judgements[item["index"]] = Judgement(Relation(item["relation"]), item["certainty"], item["reason"])
+    for item in answer.judgements:
+        if 0 <= item.index < len(existing):
+            judgements[item.index] = Judgement(item.relation, item.certainty, item.reason)
     return judgements

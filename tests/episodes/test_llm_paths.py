@@ -5,6 +5,7 @@ import json
 import pytest
 
 from episodes.models import Episode
+from episodes.summaries import EpisodeSummary
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2, conversation
 from tests.fake_openai import Failure
@@ -110,3 +111,29 @@ def test_an_embedding_endpoint_refusing_the_key_fails_the_run_with_the_cause_and
     assert "401" in episode.extraction_error or "key" in episode.extraction_error.lower()
     assert (episode.extracted_message_count, episode.summary) == (0, "")
     assert not Fact.objects.exists()
+
+
+def test_the_model_summary_is_asked_for_by_its_schema_and_shortened_to_the_limit(
+    api, fake_openai, openai_settings, post_episode
+):
+    openai_settings.EPISODES_SUMMARY_MAX_CHARS = 40
+    fake_openai.reply_next(EXTRACTED, summary("The user   lives in Berlin\nand prefers PostgreSQL for new projects."))
+
+    episode_id = post_episode(conversation()).json()["id"]
+
+    assert api.get(f"/api/v1/episodes/{episode_id}").json()["summary"] == "The user lives in Berlin and prefers…"
+    summary_request = fake_openai.requests_to("/v1/chat/completions")[1]["body"]
+    assert summary_request["response_format"]["json_schema"] == {
+        "name": "episode_summary",
+        "schema": EpisodeSummary.model_json_schema(),
+    }
+
+
+def test_a_summary_that_is_not_a_string_twice_gives_the_extractive_summary(api, fake_openai, post_episode):
+    fake_openai.reply_next(EXTRACTED, json.dumps({"summary": ["Lives in Berlin"]}), json.dumps({"text": "x"}))
+
+    episode_id = post_episode(conversation()).json()["id"]
+
+    assert api.get(f"/api/v1/episodes/{episode_id}").json()["summary"].startswith("I live in Berlin")
+    retry = fake_openai.requests_to("/v1/chat/completions")[2]["body"]["messages"][-1]["content"]
+    assert "$.summary: Input should be a valid string" in retry
