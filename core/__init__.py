@@ -1,2 +1,2 @@
-"""The bottom layer: errors, pagination, locks, ids, text, database helpers. Everything may import it; it imports
-no app of this project."""
+"""The bottom layer: errors, pagination, locks, ids, text, stemming, database helpers. Everything may import it;
+it imports no app of this project."""

@@ -2,7 +2,7 @@
 
 Pure functions: no database, no model, no network. Facts are short statements in English or Chinese, written in
 any person ("I prefer X", "User prefers X", "Prefers X", "我喜欢X"). Both are reduced to tokens (subjects, fillers
-and negation words dropped, English crudely stemmed, synonyms merged, Chinese split into characters except for a
+and negation words dropped, English stemmed (Snowball), synonyms merged, Chinese split into characters except for a
 small lexicon of words) and compared by the rules in `_RULES`, the first that decides wins:
 
 1. nothing to compare                                   -> unrelated

@@ -4,6 +4,8 @@ content and value words, and the explicit change it states, if any."""
 import unicodedata
 from dataclasses import dataclass
 
+from core import stemming
+
 from .lexicon import (
     ALIASES,
     ATTRIBUTE_KEYS,
@@ -29,6 +31,7 @@ from .lexicon import (
     SUBJECT_ZH,
     SYNONYMS,
     TOKEN,
+    UNSTEMMED,
     WORD_JOINER,
 )
 
@@ -126,29 +129,11 @@ def _tokenise(text: str) -> tuple[tuple[Token, ...], str]:
 
 
 def word_stem(word: str) -> str:
-    """Crude English stemming: the forms of one word land on one stem ("use", "uses", "used", "using" -> "us")."""
-    if word in IRREGULAR:
-        return IRREGULAR[word]
-    if not (word.isascii() and word.isalpha()) or len(word) < 3:
+    """The stem a word is compared by: "use", "uses", "used", "using" -> "use"; "went" -> "go" (a lemma, then its
+    stem); "us", "c++", "咖啡" as they are."""
+    if word in UNSTEMMED:
         return word
-    stem, cut = word, False
-    if word.endswith(("ies", "ied")) and len(word) > 4:
-        stem = word[:-3] + "y"
-    elif word.endswith("eed"):
-        stem = word[:-1] if len(word) > 5 else word  # "agreed" -> "agree", but "need" stays
-    elif word.endswith("ing") and len(word) > 4:
-        stem, cut = word[:-3], True
-    elif word.endswith("ed") and len(word) > 3:
-        stem, cut = word[:-2], True
-    elif word.endswith("es") and word[:-2].endswith(("s", "x", "z", "ch", "sh")):
-        stem = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        stem = word[:-1]
-    if cut and len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-        stem = stem[:-1]  # "preferred" -> "prefer", "stopped" -> "stop"
-    if stem.endswith("e") and len(stem) > 2:
-        stem = stem.rstrip("e") or stem
-    return stem
+    return stemming.stem(IRREGULAR.get(word, word))
 
 
 def _find_change(text: str) -> Change | None:

@@ -108,25 +108,33 @@ CJK_WORDS = {
 }  # fmt: skip
 
 
+# Lemmas of irregular forms, which a stemmer cannot reach ("went" -> "go"); looked up before stemming, and the lemma
+# is stemmed like any word. Each lemma is its own stem, as a test checks.
 IRREGULAR = {
     "am": "be", "is": "be", "are": "be", "was": "be", "were": "be", "been": "be", "being": "be", "be": "be",
     "has": "have", "had": "have", "having": "have", "does": "do", "did": "do", "done": "do", "doing": "do",
-    "went": "go", "gone": "go", "goes": "go", "made": "mak", "wrote": "writ", "written": "writ", "ran": "run",
-    "born": "born", "left": "left", "children": "child", "people": "person",
+    "went": "go", "gone": "go", "goes": "go", "came": "come", "made": "make", "wrote": "write", "written": "write",
+    "ran": "run", "born": "born", "left": "left", "children": "child", "people": "person",
 }  # fmt: skip
+
+
+# Words the stemmer would merge with an attribute word of another meaning: "likely" is no liking ("like"), "lovely"
+# no love, "useful" no use; kept whole.
+UNSTEMMED = frozenset({"likely", "lovely", "lively", "namely", "useful", "utility", "utilities", "adorable"})
 
 
 ALIASES = {"postgres": "postgresql", "js": "javascript", "ts": "typescript", "k8s": "kubernetes"}
 
 
-# Stems (see stem) that mean the same for this purpose; like/love/enjoy/prefer all state a liking.
+# Stems (core.stemming.stem: "loves" -> "love", "based" -> "base") that mean the same for this purpose, with the key
+# they share; like/love/enjoy/prefer all state a liking. A stem that is its key ("like", "use", "live") needs no entry.
 SYNONYMS = {
-    "lik": "like", "lov": "like", "enjoy": "like", "prefer": "like", "ador": "like",
-    "us": "use", "utiliz": "use", "utilis": "use",
-    "liv": "live", "resid": "live", "bas": "live",
+    "love": "like", "enjoy": "like", "prefer": "like", "ador": "like",
+    "util": "use", "utilis": "use",
+    "resid": "live", "base": "live",
     "employ": "work", "job": "work",
-    "nam": "name", "call": "name",
-    "favorit": "favorite", "favourit": "favorite", "colour": "color", "ag": "age", "com": "come",
+    "call": "name",
+    "favorit": "favorite", "favourit": "favorite", "colour": "color",
 }  # fmt: skip
 
 
@@ -204,9 +212,10 @@ CHANGE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
 )
 
 
-# Markers that change one attribute by themselves; every other marker ("switched", "换成") names none.
+# Markers that change one attribute by themselves, English ones by the stem of their first word ("relocated" ->
+# "reloc"); every other marker ("switched", "换成") names none.
 MARKER_FAMILIES = {
-    "mov": frozenset({"live"}), "relocat": frozenset({"live"}), "migrat": frozenset({"use"}),
+    "move": frozenset({"live"}), "reloc": frozenset({"live"}), "migrat": frozenset({"use"}),
     "搬到": frozenset({"live"}), "搬去": frozenset({"live"}), "搬家到": frozenset({"live"}),
     "改用": frozenset({"use"}), "换用": frozenset({"use"}), "转用": frozenset({"use"}),
     "迁移到": frozenset({"use"}), "迁到": frozenset({"use"}), "跳槽到": frozenset({"work"}),

@@ -9,7 +9,10 @@ import dataclasses
 
 import pytest
 
+from core.stemming import stem
 from facts.judging import Judgement, Relation, judge_by_rules
+from facts.judging.analysis import analyse, word_stem
+from facts.judging.lexicon import IRREGULAR, MARKER_FAMILIES
 
 SUPERSEDE_AT = 0.75  # the caller retires the old fact from this certainty up, else opens a conflict
 
@@ -52,6 +55,12 @@ DUPLICATES = [
     pytest.param("我在谷歌工作", "我在谷歌上班", 0.62, id="zh-gongzuo-vs-shangban"),
     pytest.param("我偏好深色主题", "我喜欢深色主题", 0.55, id="zh-prefer-vs-like"),
     pytest.param("我今年30岁", "我30岁", 0.63, id="zh-age-this-year"),
+    # word forms the stemmer unifies: "have"/"has", "came"/"comes", "morning"/"mornings", "resident"/"lives"
+    pytest.param("I have two cats", "User has two cats", 0.56, id="have-vs-has"),
+    pytest.param("Came from Germany", "Comes from Germany", 0.68, id="irregular-came-vs-comes"),
+    pytest.param("Jogs every morning", "Jogs in the mornings", 0.46, id="morning-vs-mornings"),
+    pytest.param("Is a resident of Lisbon", "Lives in Lisbon", 0.40, id="resident-of-vs-lives-in"),
+    pytest.param("Her employer is Google", "Works at Google", 0.36, id="employer-vs-works-at"),
 ]
 
 REFINEMENTS = [
@@ -140,6 +149,7 @@ STRONG_CONTRADICTIONS = [
         "我最喜欢的颜色是绿色", "我最喜欢的颜色是蓝色", 0.80, "changed value of 'favourite'", id="zh-zuixihuan"
     ),
     pytest.param("Moved to Paris", "Lives in Berlin", 0.03, "change", id="moved-to-without-from"),
+    pytest.param("Relocated to Lisbon", "Lives in Porto", 0.04, "change", id="relocated-to-without-from"),
     pytest.param("现在住在巴黎", "我住在柏林", 0.29, "change", id="zh-xianzai-zhuzai"),
 ]
 
@@ -158,6 +168,7 @@ WEAK_CONTRADICTIONS = [
     pytest.param("我们用Trello管理任务", "我们用Jira管理任务", 0.78, "changed value of 'uses", id="zh-yong-x-zuo"),
     pytest.param("改用Vim", "我用Emacs写代码", 0.06, "change", id="zh-gaiyong"),
     pytest.param("Release on 2023-05-12", "Release on 2023-05-19", 0.80, "changed value of 'date'", id="date"),
+    pytest.param("Migrated to PostgreSQL", "Uses MySQL", 0.03, "change", id="migrated-to-names-use"),
 ]
 
 UNRELATED = [
@@ -182,6 +193,8 @@ UNRELATED = [
     pytest.param("Uses Vim for Python", "Uses VS Code for Rust", 0.32, id="tools-for-different-things"),
     pytest.param("No longer uses MySQL", "Uses PostgreSQL", 0.41, id="gave-up-something-else"),
     pytest.param("No longer lives in Berlin", "Lives in Paris", 0.40, id="left-another-city"),
+    pytest.param("Works with us on the API", "Uses the API", 0.42, id="pronoun-us-is-no-use"),
+    pytest.param("Has an adorable dog", "Likes dogs", 0.41, id="adorable-is-no-liking"),
     pytest.param(
         "Runs unit tests and integration tests locally before every push to main",
         "Before pushing to main, runs unit and integration tests on the laptop",
@@ -322,3 +335,40 @@ def test_relation_and_judgement_are_plain_values():
     assert judgement.relation == "duplicate"
     with pytest.raises(dataclasses.FrozenInstanceError):
         judgement.certainty = 0.1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("words", "key"),
+    [
+        pytest.param(("use", "uses", "used", "using", "utilize", "utilises"), "use", id="use"),
+        pytest.param(
+            ("like", "likes", "liked", "loves", "enjoys", "prefers", "preferred", "adores"), "like", id="like"
+        ),
+        pytest.param(("live", "lives", "living", "lived", "resides", "based"), "live", id="live"),
+        pytest.param(("work", "works", "worked", "employed", "employer", "job"), "work", id="work"),
+        pytest.param(("name", "names", "named", "called"), "name", id="name"),
+        pytest.param(("favorite", "favourite", "favourites"), "favorite", id="favorite"),
+        pytest.param(("have", "has", "had", "having"), "have", id="have"),
+        pytest.param(("go", "goes", "going", "went", "gone"), "go", id="go"),
+        pytest.param(("us",), "us", id="the-pronoun-us"),
+        pytest.param(("likely",), "likely", id="likely-kept-whole"),
+    ],
+)
+def test_word_forms_share_one_key(words, key):
+    assert {word: analyse(word).keys for word in words} == {word: (key,) for word in words}
+
+
+def test_irregular_lemmas_are_their_own_stems():
+    assert {lemma: stem(lemma) for lemma in IRREGULAR.values()} == {lemma: lemma for lemma in IRREGULAR.values()}
+
+
+@pytest.mark.parametrize(
+    ("verbs", "family"),
+    [
+        pytest.param(("move", "moved", "moves", "moving"), "live", id="move"),
+        pytest.param(("relocate", "relocated", "relocates", "relocating"), "live", id="relocate"),
+        pytest.param(("migrate", "migrated", "migrates", "migrating"), "use", id="migrate"),
+    ],
+)
+def test_english_change_markers_name_their_attribute_by_stem(verbs, family):
+    assert {verb: MARKER_FAMILIES.get(word_stem(verb)) for verb in verbs} == {verb: {family} for verb in verbs}
