@@ -13,6 +13,7 @@ from typing import Protocol
 import numpy as np
 from django.conf import settings
 
+from core.stemming import stem
 from core.text import CJK
 
 from .errors import AIProviderError
@@ -91,11 +92,10 @@ def normalise_rows(matrix: np.ndarray) -> np.ndarray:
 
 _HASH_WORD = re.compile(f"[^\\W{CJK}]+")
 _HASH_CJK_RUN = re.compile(f"[{CJK}]+")
-_SUFFIXES = ("ing", "ed", "es", "s")
 
 
 class HashEmbedder:
-    """Feature hashing of words, crude stems, character trigrams and CJK bigrams: no model, deterministic.
+    """Feature hashing of words, their stems, character trigrams and CJK bigrams: no model, deterministic.
 
     Shared words (and shared word pieces) make vectors close, so it ranks like a bag-of-words retriever.
     """
@@ -104,7 +104,7 @@ class HashEmbedder:
 
     def __init__(self, dimensions: int):
         self.dimensions = dimensions
-        self.model_name = "hash-v1"
+        self.model_name = "hash-v2"  # v2: Snowball stems (core.stemming) instead of suffix stripping
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         rows, slots, weights = [], [], []
@@ -145,9 +145,9 @@ def _features(piece: str | tuple[str, str]):
         return
     word = piece
     yield "w:" + word, 1.0
-    stem = next((word[: -len(s)] for s in _SUFFIXES if word.endswith(s) and len(word) > len(s) + 2), None)
-    if stem:
-        yield "w:" + stem, 0.7
+    word_stem = stem(word)
+    if word_stem != word:  # "uses" also counts as "use"; a word that is its own stem counts once
+        yield "w:" + word_stem, 0.7
     padded = f"#{word}#"
     for start in range(len(padded) - 2):
         yield "c:" + padded[start : start + 3], 0.25

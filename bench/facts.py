@@ -71,7 +71,7 @@ def fill_usage_table(tenant, rows: int) -> list[int]:
             user_id=f"load-user-{n % 1000}",
             content=f"load fact {n}",
             embedding=vector,
-            embedding_model="hash-v1",
+            embedding_model="hash-v2",
             search_text=f"load fact {n}",
             valid_from=now,
             created_at=now,

@@ -13,7 +13,7 @@ def test_health_reports_database_pgvector_and_embedder():
     assert body["database"]["reachable"] is True
     assert body["database"]["pgvector_version"].startswith("0.8")
     assert body["embedding"]["provider"] == "hash"
-    assert body["embedding"]["model"] == "hash-v1"
+    assert body["embedding"]["model"] == "hash-v2"
     assert body["embedding"]["dimensions"] == 384
     assert body["embedding"]["problems"] == []
     assert set(body["embedding"]["cache"]) == {"hits", "misses"}

@@ -37,6 +37,20 @@ class TestHashEmbedder:
         )
         assert ranks_related_above_unrelated(embed, "我们用什么数据库", "我们的数据库是 PostgreSQL", "今天天气很好")
 
+    @pytest.mark.parametrize(
+        ("word", "same_word", "look_alike"),
+        [
+            ("used", "use", "us"),
+            ("using", "use", "us"),
+            ("relocated", "relocate", "related"),
+            ("studied", "study", "stud"),
+            ("stories", "story", "stores"),
+            ("hiking", "hike", "hiding"),
+        ],
+    )
+    def test_forms_of_one_word_are_closer_than_a_word_spelt_alike(self, word, same_word, look_alike):
+        assert ranks_related_above_unrelated(HashEmbedder(384).embed, word, same_word, look_alike)
+
 
 @pytest.mark.usefixtures("openai_settings")
 class TestOpenAIEmbedder:

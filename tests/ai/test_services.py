@@ -84,7 +84,7 @@ def test_reembed_moves_rows_to_the_active_model_and_search_then_finds_them(tenan
 
 
 def test_a_changed_dimension_setting_is_reported_and_reembed_fixes_it(settings, monkeypatch, tenant):
-    make_fact(tenant=tenant, content="prefers tea", embedding=embed_query("prefers tea"), embedding_model="hash-v1")
+    make_fact(tenant=tenant, content="prefers tea", embedding=embed_query("prefers tea"), embedding_model="hash-v2")
     # As a process started with EMBEDDING_DIMENSIONS=8 would see it: the setting and the model fields.
     settings.EMBEDDING_DIMENSIONS = 8
     for model, field_name in vector_columns():

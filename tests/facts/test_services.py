@@ -44,7 +44,7 @@ class TestCreated:
 
         assert result.outcome == "created"
         assert result.fact.status == Fact.Status.ACTIVE
-        assert result.fact.embedding_model == "hash-v1"
+        assert result.fact.embedding_model == "hash-v2"
         assert actions(result.fact) == ["created"]
 
     def test_a_low_confidence_fact_waits_for_review(self, tenant):

@@ -68,7 +68,7 @@ def test_a_new_document_is_stored_with_heading_paths_line_ranges_and_vectors(ten
     assert rate_limits.text == "\n".join(GUIDE.split("\n")[4:8])
     assert (rate_limits.tenant_id, rate_limits.embedding_model, len(rate_limits.embedding)) == (
         tenant.pk,
-        "hash-v1",
+        "hash-v2",
         384,
     )
     assert len(rate_limits.content_hash) == 64
@@ -127,7 +127,7 @@ def test_chunks_embedded_by_another_model_are_reindexed(tenant):
     result = index_guide(tenant)
 
     assert result.outcome == "changed"
-    assert set(KBChunk.objects.filter(tenant=tenant).values_list("embedding_model", flat=True)) == {"hash-v1"}
+    assert set(KBChunk.objects.filter(tenant=tenant).values_list("embedding_model", flat=True)) == {"hash-v2"}
 
 
 def test_a_moved_source_updates_the_document_without_reembedding(tenant, embed_calls):
