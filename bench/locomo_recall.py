@@ -191,7 +191,7 @@ def sweep(tenant, samples: list[dict], embedder: str) -> None:
 def sweep_kb(kb_tenants: dict, samples: list[dict], embedder: str) -> None:
     """recall@10 (categories 1-4) of kb_search under other settings: the measurement behind its defaults."""
     print(f"\n{embedder}: kb vector weight x BM25 b (k1 1.2) -> recall@10 (categories 1-4)")
-    for weight in (0.5, 0.6, 0.7, 0.8):
+    for weight in (0.4, 0.5, 0.6, 0.7, 0.8):
         cells = []
         for b in (0.0, 0.5, 0.75):
             with override_settings(EMBEDDING_PROVIDER=embedder, KB_SEARCH_VECTOR_WEIGHT=weight, KB_SEARCH_BM25_B=b):

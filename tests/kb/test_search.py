@@ -78,9 +78,36 @@ def test_an_exact_term_finds_its_passage_with_citation_and_score_breakdown(tenan
     assert "declined card" in top.text
     assert top.citation == "doc:guides/billing.md §Billing handbook > Error codes, lines 10-12"
     assert top.keyword == 1.0  # the best keyword hit of this query
-    weight = settings.FACTS_SEARCH_VECTOR_WEIGHT
+    weight = settings.KB_SEARCH_VECTOR_WEIGHT
     assert top.score == pytest.approx(weight * top.vector + (1 - weight) * top.keyword, abs=1e-5)
     assert all(hit.keyword < 1.0 for hit in hits[1:])
+
+
+def test_kb_search_has_weights_of_its_own(tenant, corpus, settings):
+    def scores():
+        return [(hit.doc_id, hit.line_start, hit.score) for hit in kb_search(tenant=tenant, query="invoice card")]
+
+    default = scores()
+    settings.FACTS_SEARCH_VECTOR_WEIGHT, settings.FACTS_SEARCH_BM25_B = 0.1, 0.75  # fact search's, not KB's
+    assert scores() == default
+    settings.KB_SEARCH_VECTOR_WEIGHT = 0.1
+    assert scores() != default
+
+
+def test_a_rare_term_weighs_more_than_a_term_in_many_passages(tenant):
+    # Every passage says "deploy"; one says "canary". BM25 weighs each matched term by its rarity (ts_rank_cd,
+    # before, scored by occurrences: the passage repeating "deploy" three times won).
+    index(tenant, "a.md", "# Deploys\n\nDeploy, deploy and deploy again on Tuesdays.")
+    index(tenant, "b.md", "# Rollout\n\nA canary release goes first, then the deploy.")
+    for n in range(6):
+        index(tenant, f"filler-{n}.md", f"# Note {n}\n\nThe deploy of service {n} runs at night.")
+
+    hits = kb_search(tenant=tenant, query="deploy canary", limit=3)
+
+    assert hits[0].doc_id == "b.md"
+    assert hits[0].keyword == 1.0
+    a = next(hit for hit in kb_search(tenant=tenant, query="deploy canary", limit=10) if hit.doc_id == "a.md")
+    assert a.keyword < 0.2  # "deploy" is in every passage: it says almost nothing
 
 
 def test_results_are_ranked_by_the_fused_score_and_cut_at_the_limit(tenant, corpus):
