@@ -9,9 +9,12 @@ run of text can be cut, so there is no indivisible exception.
 
 import math
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
+
+from markdown_it import MarkdownIt
 
 from core.text import CJK, estimate_tokens
 
@@ -19,8 +22,22 @@ CONTENT_TYPES = frozenset({"markdown", "text", "rst", "html", "pdf", "code"})
 MIN_MAX_TOKENS = 20
 HEADING_SEPARATOR = " > "
 
-_ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$")
-_FENCE_OPEN = re.compile(r"^ {0,3}(?:(`{3,})[^`]*|(~{3,}).*)$")
+# CommonMark block structure only: inline parsing (emphasis, links) would cost time, and titles keep their source
+# text. No "normalize": the lines are already split on "\n" alone, and a stray "\r" must not add a line.
+_BLOCKS_ONLY = ["normalize", "inline", "text_join"]
+# Past maxNesting levels (a list and its item are two) the parser drops the rest of the document, so the headings
+# after ten nested lists would be lost with the default 20; each level is a few Python frames.
+_PARSER_OPTIONS = {"maxNesting": 100}
+_MARKDOWN = MarkdownIt("commonmark", _PARSER_OPTIONS).disable(_BLOCKS_ONLY)
+# The loaders' text of an HTML page: a line starting with "<" there is escaped body text, not raw HTML, so it
+# must not open an HTML block that would hide the headings after it.
+_HTML_TEXT = MarkdownIt("commonmark", _PARSER_OPTIONS).disable([*_BLOCKS_ONLY, "html_block"])
+_MARKDOWN_TYPES = frozenset({"markdown", "html"})
+_SETEXT_MARKUP = frozenset({"=", "-"})
+_CODE_TOKENS = frozenset({"fence", "code_block"})
+_FRONT_MATTER_OPEN = "---"
+_FRONT_MATTER_CLOSE = frozenset({"---", "..."})
+_TITLE_SEARCH_LINES = 16  # first_heading parses this many lines of Markdown first, then 8 times more, and so on
 # Any repeated ASCII punctuation character may underline an rst title.
 _RST_ADORNMENT = re.compile(r"^([!-/:-@\[-`{-~])\1+[ \t]*$")
 _WORD_RUN = re.compile(r"\S+")
@@ -40,7 +57,7 @@ class Chunk:
 @dataclass(frozen=True)
 class _Heading:
     line: int  # 0-based index of its first line
-    size: int  # lines it spans: 1 for Markdown, 2 or 3 for rst (overline, title, underline)
+    size: int  # lines it spans: 1 for "#" Markdown, title lines + 1 for setext, 2 or 3 for rst (overline, underline)
     level: int
     title: str
 
@@ -70,6 +87,12 @@ class _Fragment:
 
     line: int
     text: str
+
+
+@dataclass(frozen=True)
+class _Structure:
+    headings: list[_Heading]
+    code_blocks: list[tuple[int, int]]  # Markdown code blocks as sorted, disjoint 0-based [start, end) line ranges
 
 
 class _Lines:
@@ -106,10 +129,11 @@ def chunk_document(text: str, *, content_type: str, max_tokens: int = 400, overl
     if not text.strip():
         return []
     doc = _Lines(text)
-    sections = _sections(doc, content_type)
+    structure = _structure(doc.lines, content_type)
+    sections = _sections(doc, structure.headings)
     chunks: list[Chunk] = []
     for index, section in enumerate(sections):
-        units = _section_units(doc, section, content_type)
+        units = _section_units(doc, section, content_type, structure.code_blocks)
         following = sections[index + 1] if index + 1 < len(sections) else None
         if _is_bare_parent_heading(section, units, following):
             continue
@@ -120,8 +144,19 @@ def chunk_document(text: str, *, content_type: str, max_tokens: int = 400, overl
 
 def first_heading(text: str, *, content_type: str) -> str:
     """The title of the first heading the chunker would see ("" if none): the loaders' document title."""
-    headings = _headings(_split_lines(text), content_type)
-    return next((heading.title for heading in headings if heading.title), "")
+    lines = _split_lines(text)
+    if content_type not in _MARKDOWN_TYPES:
+        return next((heading.title for heading in _structure(lines, content_type).headings if heading.title), "")
+    # CommonMark blocks start line by line: the headings of the first lines are the document's, but for a paragraph
+    # the next lines could still underline into a setext heading, and nothing follows that paragraph there. So a
+    # title near the top costs no parse of the whole document.
+    limit = _TITLE_SEARCH_LINES
+    while True:
+        headings = _markdown_structure(lines, content_type, limit=limit).headings
+        title = next((heading.title for heading in headings if heading.title), "")
+        if title or limit >= len(lines):
+            return title
+        limit *= 8
 
 
 def _validate_arguments(content_type: str, max_tokens: int, overlap_tokens: int) -> None:
@@ -143,43 +178,52 @@ def _split_lines(text: str) -> list[str]:
     return [line.removesuffix("\r") for line in text.split("\n")]
 
 
-def _headings(lines: list[str], content_type: str) -> list[_Heading]:
-    if content_type in ("markdown", "html"):
-        return _markdown_headings(lines, _markdown_fences(lines))
+def _structure(lines: list[str], content_type: str) -> _Structure:
+    if content_type in _MARKDOWN_TYPES:
+        return _markdown_structure(lines, content_type)
     if content_type == "rst":
-        return _rst_headings(lines)
-    return []
+        return _Structure(_rst_headings(lines), [])
+    return _Structure([], [])
 
 
-def _markdown_fences(lines: list[str]) -> dict[int, int]:
-    """Fenced code blocks as {first line: end (exclusive)}; an unclosed fence runs to the end, as in CommonMark."""
-    fences: dict[int, int] = {}
-    index = 0
-    while index < len(lines):
-        opening = _FENCE_OPEN.match(lines[index])
-        if not opening:
-            index += 1
+def _markdown_structure(lines: list[str], content_type: str, *, limit: int | None = None) -> _Structure:
+    """Top-level headings and every code block (fenced or indented), from one CommonMark parse of the lines
+    (the first `limit` of them when given).
+
+    Headings inside lists and blockquotes belong to those blocks and start no section; "#" lines in code are
+    comments. The text of an HTML page only has the "#" headings the loaders write: a line of "-" or "=" under
+    its body text stays text.
+    """
+    skipped = _front_matter_size(lines) if content_type == "markdown" else 0
+    stop = len(lines) if limit is None else min(limit, len(lines))
+    source = "\n" * skipped + "\n".join(lines[skipped:stop])  # front matter lines stay, blank: same numbering
+    parser = _MARKDOWN if content_type == "markdown" else _HTML_TEXT
+    tokens = parser.parse(source)
+    headings: list[_Heading] = []
+    code_blocks: list[tuple[int, int]] = []
+    for index, token in enumerate(tokens):
+        if token.map is None:
             continue
-        marker = opening.group(1) or opening.group(2)
-        closing = re.compile(rf"^ {{0,3}}{re.escape(marker[0])}{{{len(marker)},}}[ \t]*$")
-        end = next((line + 1 for line in range(index + 1, len(lines)) if closing.match(lines[line])), len(lines))
-        fences[index] = end
-        index = end
-    return fences
+        start, end = token.map
+        if token.type in _CODE_TOKENS:
+            # An unclosed fence runs to the end of its container; its trailing blank lines are not code.
+            while end > start + 1 and not lines[end - 1].strip():
+                end -= 1
+            code_blocks.append((start, end))
+        elif token.type == "heading_open" and token.level == 0:
+            if content_type == "html" and token.markup in _SETEXT_MARKUP:
+                continue
+            title = " ".join(line.strip() for line in tokens[index + 1].content.split("\n"))
+            headings.append(_Heading(start, end - start, int(token.tag[1:]), title))
+    return _Structure(headings, code_blocks)
 
 
-def _markdown_headings(lines: list[str], fences: dict[int, int]) -> list[_Heading]:
-    headings = []
-    index = 0
-    while index < len(lines):
-        if index in fences:
-            index = fences[index]  # '#' lines in code are comments, not headings
-            continue
-        match = _ATX_HEADING.match(lines[index])
-        if match:
-            headings.append(_Heading(index, 1, len(match.group(1)), (match.group(2) or "").strip()))
-        index += 1
-    return headings
+def _front_matter_size(lines: list[str]) -> int:
+    """Lines of a YAML front matter block: a first line "---" up to a closing "---" or "..." (0 if none)."""
+    if lines[0].rstrip() != _FRONT_MATTER_OPEN:
+        return 0
+    closing = next((index for index in range(1, len(lines)) if lines[index].rstrip() in _FRONT_MATTER_CLOSE), None)
+    return 0 if closing is None else closing + 1
 
 
 def _rst_headings(lines: list[str]) -> list[_Heading]:
@@ -219,8 +263,7 @@ def _rst_heading_at(lines: list[str], index: int) -> tuple[tuple[bool, str], str
     return (False, underline.group(1)), first.strip(), 2
 
 
-def _sections(doc: _Lines, content_type: str) -> list[_Section]:
-    headings = _headings(doc.lines, content_type)
+def _sections(doc: _Lines, headings: list[_Heading]) -> list[_Section]:
     first_start = headings[0].line if headings else len(doc)
     sections = [_Section(0, first_start, 0, 0, "")] if first_start > 0 else []
     path: list[_Heading] = []
@@ -241,14 +284,16 @@ def _is_bare_parent_heading(section: _Section, units: list[_Unit], following: _S
     return only_heading and following is not None and following.level > section.level
 
 
-# --- Blocks: paragraphs, code fences, top-level code definitions ------------------------------------------------
+# --- Blocks: paragraphs, code blocks, top-level code definitions ------------------------------------------------
 
 
-def _section_units(doc: _Lines, section: _Section, content_type: str) -> list[_Unit]:
+def _section_units(
+    doc: _Lines, section: _Section, content_type: str, code_blocks: list[tuple[int, int]]
+) -> list[_Unit]:
     body_start = section.start + section.heading_size
     heading = [doc.unit(section.start, body_start)] if section.heading_size else []
-    if content_type in ("markdown", "html"):
-        return heading + _markdown_blocks(doc, body_start, section.end)
+    if content_type in _MARKDOWN_TYPES:
+        return heading + _markdown_blocks(doc, body_start, section.end, code_blocks)
     if content_type == "code":
         return _code_blocks(doc, body_start, section.end)
     return heading + _paragraphs(doc, body_start, section.end)
@@ -267,14 +312,17 @@ def _paragraphs(doc: _Lines, start: int, end: int) -> list[_Unit]:
     return units
 
 
-def _markdown_blocks(doc: _Lines, start: int, end: int) -> list[_Unit]:
-    """Paragraphs and fenced code blocks; a fence may interrupt a paragraph without a blank line."""
+def _markdown_blocks(doc: _Lines, start: int, end: int, code_blocks: list[tuple[int, int]]) -> list[_Unit]:
+    """Paragraphs and code blocks, fenced or indented; a fence may interrupt a paragraph without a blank line."""
     units: list[_Unit] = []
     text_start = start
-    for fence_start, fence_end in _markdown_fences(doc.lines[start:end]).items():
-        units += _paragraphs(doc, text_start, start + fence_start)
-        units.append(doc.unit(start + fence_start, start + fence_end, atomic=True))
-        text_start = start + fence_end
+    index = bisect_left(code_blocks, (start,))
+    while index < len(code_blocks) and code_blocks[index][0] < end:
+        code_start, code_end = code_blocks[index]
+        units += _paragraphs(doc, text_start, code_start)
+        units.append(doc.unit(code_start, code_end, atomic=True))
+        text_start = code_end
+        index += 1
     return units + _paragraphs(doc, text_start, end)
 
 

@@ -35,7 +35,7 @@ from .selectors import document_by_doc_id, document_chunks, document_get, docume
 
 CHUNKING_KEY = "_chunking"  # reserved Document.metadata key: the parameters the stored chunks were cut with
 # Bump when kb.chunking changes how it cuts, so the next run re-chunks every document.
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 CHUNK_INSERT_BATCH = 1000
 # Fields describing a document that may change without its text changing (a moved tree, new metadata).
 DESCRIPTIVE_FIELDS = ("title", "source_path", "content_type", "size_bytes", "metadata")

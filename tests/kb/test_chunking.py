@@ -5,7 +5,7 @@ import random
 import pytest
 
 from core.text import estimate_tokens
-from kb.chunking import Chunk, chunk_document
+from kb.chunking import Chunk, chunk_document, first_heading
 
 RUNBOOK = """\
 # Payments API
@@ -120,6 +120,140 @@ def test_a_heading_directly_followed_by_its_subsection_lives_on_in_the_heading_p
         ("Guide > Install", "## Install\n\nRun the installer."),
         ("Guide > Empty section", "## Empty section"),
     ]
+
+
+# Markdown structure is CommonMark's: (text, the (heading_path, line_start, line_end) of each chunk).
+MARKDOWN_STRUCTURE_CASES = [
+    pytest.param("Title\n=====\n\nBody text.\n", [("Title", 1, 4)], id="setext-equals-is-level-1"),
+    pytest.param(
+        "Guide\n=====\n\nIntro.\n\nInstall\n-------\n\nRun it.\n",
+        [("Guide", 1, 4), ("Guide > Install", 6, 9)],
+        id="setext-dashes-is-level-2",
+    ),
+    pytest.param(
+        "Guide\n=====\n\nInstall\n-------\n\nRun it.\n",
+        [("Guide > Install", 4, 7)],
+        id="bare-setext-parent-folds-into-its-subsection",
+    ),
+    pytest.param(
+        "First line\nsecond line\n===\n\nBody.\n",
+        [("First line second line", 1, 5)],
+        id="setext-title-of-two-lines",
+    ),
+    pytest.param(
+        "Intro text.\n\nRelease notes\n---\n\nFixed bugs.\n",
+        [("", 1, 1), ("Release notes", 3, 6)],
+        id="dashes-under-a-paragraph-are-a-heading",
+    ),
+    pytest.param("Text.\n\n---\n\nMore.\n", [("", 1, 5)], id="dashes-after-a-blank-line-are-a-break"),
+    pytest.param(
+        "Real\n====\n\n```\nNot a title\n===========\n```\n",
+        [("Real", 1, 7)],
+        id="setext-inside-a-fence-is-code",
+    ),
+    pytest.param(
+        "# Top\n\n```\n# not a heading\nNor this\n---\n\n",
+        [("Top", 1, 6)],
+        id="unclosed-fence-runs-to-the-end",
+    ),
+    pytest.param(
+        "# Manual\n\nIntro.\n\nSetup\n-----\n\nSteps.\n\n### Details\n\nMore.\n\nUsage\n=====\n\nUse it.\n",
+        [("Manual", 1, 3), ("Manual > Setup", 5, 8), ("Manual > Setup > Details", 10, 12), ("Usage", 14, 17)],
+        id="atx-and-setext-nest-by-level",
+    ),
+    pytest.param(
+        "# Real\n\n> # Quoted\n> ---\n\n- item\n\n  ## Inside the item\n\n  Item text.\n",
+        [("Real", 1, 10)],
+        id="headings-in-blockquotes-and-lists-start-no-section",
+    ),
+    pytest.param(
+        "".join(f"{'  ' * depth}- level {depth}\n" for depth in range(30)) + "\n# After the outline\n\nText.\n",
+        [("", 1, 30), ("After the outline", 32, 34)],
+        id="headings-after-a-deeply-nested-list-still-count",
+    ),
+    pytest.param(
+        "   # Three spaces\n\n#\n\n## Closed ##\n\n#hashtag\n\n    # four spaces: code\n",
+        [("Three spaces", 1, 1), ("Closed", 5, 9)],
+        id="atx-indent-empty-closing-and-no-space",
+    ),
+    pytest.param(
+        "---\ntitle: Guide\nlayout: page\n---\n\n# Guide\n\nText.\n",
+        [("", 1, 4), ("Guide", 6, 8)],
+        id="front-matter-is-text-before-the-first-heading",
+    ),
+    pytest.param(
+        "用户指南\n====\n\n欢迎阅读本指南。\n\n安装\n--\n\n使用 pip 安装。\n",
+        [("用户指南", 1, 4), ("用户指南 > 安装", 6, 9)],
+        id="chinese-setext-titles",
+    ),
+    pytest.param(
+        "# 手册\n\n简介。\n\n配置\n----\n\n```\n配置文件\n========\n```\n",
+        [("手册", 1, 3), ("手册 > 配置", 5, 11)],
+        id="chinese-setext-under-atx-and-in-a-fence",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), MARKDOWN_STRUCTURE_CASES)
+def test_markdown_headings_follow_commonmark(text, expected):
+    chunks = chunk_document(text, content_type="markdown")
+
+    assert [(chunk.heading_path, chunk.line_start, chunk.line_end) for chunk in chunks] == expected
+    assert_chunks_cite_their_lines(text, chunks, max_tokens=400)
+
+
+@pytest.mark.parametrize(
+    ("text", "title"),
+    [
+        pytest.param("Payments guide\n==============\n\nBody.\n", "Payments guide", id="setext"),
+        pytest.param("---\ntitle: x\n---\n\nIntro\n\n## Install\n", "Install", id="after-front-matter"),
+        pytest.param("- # In a list\n\n> # Quoted\n\n    # code\n\nText.\n", "", id="none-at-top-level"),
+        pytest.param("#\n\n用户指南\n----\n", "用户指南", id="chinese-after-an-empty-heading"),
+    ],
+)
+def test_first_heading_is_the_first_titled_markdown_heading(text, title):
+    assert first_heading(text, content_type="markdown") == title
+
+
+def test_first_heading_finds_a_setext_title_after_any_number_of_lines():
+    # first_heading parses a growing number of lines (16, 128...): the underline may come just past a cut.
+    for intro_lines in [*range(40), *range(100, 160)]:
+        text = "Intro.\n" * intro_lines + "\nLate title\n==========\n\nBody.\n"
+
+        assert first_heading(text, content_type="markdown") == "Late title", intro_lines
+
+
+def test_first_heading_skips_long_front_matter():
+    text = "---\n" + "".join(f"key{number}: value\n" for number in range(600)) + "---\n\nReal title\n---\n"
+
+    assert first_heading(text, content_type="markdown") == "Real title"
+
+
+def test_html_text_has_only_the_loaders_headings():
+    # The loaders write "#" headings; other text of the page stays text, whatever Markdown would make of it.
+    text = "# Results\n\nBody text\n---\n\n<script> tags load first.\n\n## Limits\n\nMore.\n"
+
+    chunks = chunk_document(text, content_type="html")
+
+    assert [(chunk.heading_path, chunk.line_start, chunk.line_end) for chunk in chunks] == [
+        ("Results", 1, 6),
+        ("Results > Limits", 8, 10),
+    ]
+
+
+def test_an_indented_code_block_stays_whole_and_its_comments_are_not_headings():
+    text = (
+        "# Build\n\nRun the build on a clean checkout, after pulling the latest tags.\n\n"
+        "    # configure\n    ./configure --prefix=/usr\n\n    # compile\n    make -j4 all\n"
+    )
+
+    chunks = chunk_document(text, content_type="markdown", max_tokens=45, overlap_tokens=10)
+
+    assert [(chunk.heading_path, chunk.line_start, chunk.line_end) for chunk in chunks] == [
+        ("Build", 1, 3),
+        ("Build", 5, 9),
+    ]
+    assert_chunks_cite_their_lines(text, chunks, max_tokens=45)
 
 
 def test_a_code_block_that_does_not_fit_after_text_starts_a_new_chunk():
@@ -317,6 +451,51 @@ def random_markdown(rng: random.Random) -> str:
     return "\n".join(lines)
 
 
+def random_commonmark(rng: random.Random) -> str:
+    """Markdown with setext titles, indented code, lists, blockquotes and front matter, in Chinese too."""
+    words = ["alpha", "beta", "rate", "limit", "x" * 30, "用户", "指南", "配置", "(a+b)", "#", "---", "==="]
+    lines: list[str] = ["---", "title: random", "---"] if rng.random() < 0.2 else []
+    for _ in range(rng.randint(1, 40)):
+        kind = rng.random()
+        text = " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+        if kind < 0.15:
+            lines += [text, rng.choice(["=", "-"]) * rng.randint(1, 8), ""]
+        elif kind < 0.25:
+            lines += ["#" * rng.randint(1, 4) + " " + text, ""]
+        elif kind < 0.35:
+            lines += [*(f"    {rng.choice(['# comment', 'code()', ''])}" for _ in range(rng.randint(1, 12))), ""]
+        elif kind < 0.45:
+            lines += [rng.choice(["```", "~~~~"]), *(rng.choice(words) for _ in range(rng.randint(0, 20)))]
+            lines += [rng.choice(["```", "~~~~", ""])]
+        elif kind < 0.55:
+            lines += [
+                f"{rng.choice(['-', '1.', '>'])} {rng.choice(['', '# ', '## '])}{text}",
+                rng.choice(["", "  ---"]),
+            ]
+        elif kind < 0.6:
+            lines.append(rng.choice(["", "---", "***"]))
+        else:
+            lines.append(text)
+    return "\n".join(lines)
+
+
+def assert_random_chunks_hold(text: str, chunks: list[Chunk], max_tokens: int, may_be_left_out) -> None:
+    for chunk in chunks:
+        assert chunk.text.strip()
+        assert chunk.token_count <= max_tokens
+        if chunk.line_start == chunk.line_end and chunk.text != cited_lines(text, chunk):
+            assert chunk.text in cited_lines(text, chunk)  # a piece of a line too long for one chunk
+        else:
+            assert chunk.text == cited_lines(text, chunk)
+    assert [chunk.line_start for chunk in chunks] == sorted(chunk.line_start for chunk in chunks)
+    covered = {line for chunk in chunks for line in range(chunk.line_start, chunk.line_end + 1)}
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        # Only a heading with no text of its own may be left out: it lives on in its subsections' heading path.
+        if line.strip() and not may_be_left_out(lines, number - 1):
+            assert number in covered
+
+
 def test_random_documents_keep_every_chunk_within_budget_and_line_range():
     rng = random.Random(20240607)
     for _ in range(150):
@@ -327,16 +506,46 @@ def test_random_documents_keep_every_chunk_within_budget_and_line_range():
 
         chunks = chunk_document(text, content_type=content_type, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
 
-        for chunk in chunks:
-            assert chunk.text.strip()
-            assert chunk.token_count <= max_tokens
-            if chunk.line_start == chunk.line_end and chunk.text != cited_lines(text, chunk):
-                assert chunk.text in cited_lines(text, chunk)  # a piece of a line too long for one chunk
-            else:
-                assert chunk.text == cited_lines(text, chunk)
-        assert [chunk.line_start for chunk in chunks] == sorted(chunk.line_start for chunk in chunks)
-        covered = {line for chunk in chunks for line in range(chunk.line_start, chunk.line_end + 1)}
-        for number, line in enumerate(text.split("\n"), start=1):
-            # Only a heading with no text of its own may be left out: it lives on in its subsections' heading path.
-            if line.strip() and not (content_type == "markdown" and line.startswith("#")):
-                assert number in covered
+        assert_random_chunks_hold(text, chunks, max_tokens, is_atx_line if content_type == "markdown" else never)
+
+
+def never(lines: list[str], index: int) -> bool:
+    return False
+
+
+def is_atx_line(lines: list[str], index: int) -> bool:
+    return lines[index].startswith("#")
+
+
+def is_setext_underline(line: str) -> bool:
+    characters = set(line.strip())
+    return characters == {"="} or characters == {"-"}
+
+
+def may_be_a_bare_heading(lines: list[str], index: int) -> bool:
+    """A "#" line, or a line of a run of text lines that ends with a setext underline."""
+    if is_atx_line(lines, index):
+        return True
+    for line in lines[index:]:
+        if is_setext_underline(line):
+            return True
+        if not line.strip():
+            return False
+    return False
+
+
+def test_random_commonmark_documents_keep_every_chunk_within_budget_and_line_range():
+    rng = random.Random(20260601)
+    for _ in range(200):
+        text = random_commonmark(rng)
+        max_tokens = rng.randint(20, 120)
+        overlap_tokens = rng.randint(0, max_tokens - 1)
+        content_type = rng.choice(["markdown", "html"])
+
+        chunks = chunk_document(text, content_type=content_type, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+
+        assert_random_chunks_hold(text, chunks, max_tokens, may_be_a_bare_heading)
+        title = first_heading(text, content_type=content_type)
+        first_path = next((chunk.heading_path for chunk in chunks if chunk.heading_path), "")
+        assert first_path.startswith(title)
+        assert bool(title) == bool(first_path)

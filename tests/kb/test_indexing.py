@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from ai.embedders import HashEmbedder
 from kb.models import Document, KBChunk
 from kb.selectors import document_by_doc_id, document_chunks, documents_list
-from kb.services import document_delete, document_index, documents_prune
+from kb.services import CHUNKER_VERSION, document_delete, document_index, documents_prune
 from tests.factories import make_tenant
 
 GUIDE = """\
@@ -74,7 +74,7 @@ def test_a_new_document_is_stored_with_heading_paths_line_ranges_and_vectors(ten
     assert len(rate_limits.content_hash) == 64
     document = result.document
     assert (document.title, document.source_path, document.size_bytes) == ("Guide", "/srv/docs/guide.md", len(GUIDE))
-    assert document.metadata["_chunking"] == {"version": 1, "max_tokens": 400, "overlap_tokens": 50}
+    assert document.metadata["_chunking"] == {"version": 2, "max_tokens": 400, "overlap_tokens": 50}
 
 
 def test_indexing_the_same_text_again_embeds_and_writes_nothing(tenant, embed_calls):
@@ -97,6 +97,17 @@ def test_new_chunking_parameters_rechunk_an_unchanged_text(tenant):
 
     assert (result.outcome, result.written) == ("changed", True)
     assert result.document.metadata["_chunking"]["max_tokens"] == 20
+
+
+def test_a_document_cut_by_an_older_chunker_is_rechunked(tenant):
+    document = index_guide(tenant).document
+    older = {**document.metadata["_chunking"], "version": CHUNKER_VERSION - 1}
+    Document.objects.filter(pk=document.pk).update(metadata={**document.metadata, "_chunking": older})
+
+    result = index_guide(tenant)
+
+    assert (result.outcome, result.written) == ("changed", True)
+    assert result.document.metadata["_chunking"]["version"] == CHUNKER_VERSION
 
 
 def test_an_edited_document_replaces_its_chunks(tenant):

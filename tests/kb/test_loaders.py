@@ -61,6 +61,19 @@ def test_a_markdown_file_loads_with_its_first_heading_as_title(tmp_path):
     assert (document.content_type, document.title, document.language) == ("markdown", "Payments guide", "")
 
 
+@pytest.mark.parametrize(
+    ("data", "title"),
+    [
+        pytest.param(b"Payments guide\n==============\n\nBody.\n", "Payments guide", id="setext"),
+        pytest.param("---\ntitle: x\n---\n\n支付指南\n----\n".encode(), "支付指南", id="chinese-after-front-matter"),
+    ],
+)
+def test_a_markdown_file_takes_a_setext_title(data, title):
+    document = load_bytes(data, filename="guide.md")
+
+    assert (document.content_type, document.title) == ("markdown", title)
+
+
 def test_a_file_without_extension_is_text_titled_by_its_name(tmp_path):
     path = tmp_path / "README"
     path.write_text("# Not a heading in plain text\n")
@@ -114,6 +127,16 @@ def test_html_headings_drive_chunk_heading_paths():
     assert document.title == "Guide"  # no <title>: the first <h1>
     assert [chunk.heading_path for chunk in chunks] == ["Guide", "Guide > Limits"]
     assert chunks[1].text == "## Limits\n\n\\# 100 per minute\n\n```\n#!/bin/sh\n```"
+
+
+def test_html_body_text_that_looks_like_markdown_blocks_hides_no_heading():
+    html = b"<h1>Guide</h1><p>Results<br>-------</p><p>&lt;script&gt; tags load first.</p><h2>Limits</h2><p>Text.</p>"
+
+    document = load_bytes(html, filename="guide.html")
+    chunks = chunk_document(document.text, content_type=document.content_type)
+
+    assert document.text == "# Guide\n\nResults\n-------\n\n<script> tags load first.\n\n## Limits\n\nText."
+    assert [chunk.heading_path for chunk in chunks] == ["Guide", "Guide > Limits"]
 
 
 def test_a_pdf_loads_page_by_page_with_its_metadata_title(tmp_path):
