@@ -1,8 +1,8 @@
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from core.errors import ApplicationError
+from core.admin import apply_to_each
 from facts.models import Fact
 from tenancy.admin import TenantScopedAdmin
 
@@ -66,13 +66,10 @@ class EpisodeAdmin(TenantScopedAdmin):
 
     @admin.action(description="Retry the extraction of selected episodes")
     def retry_extraction(self, request, queryset):
-        done, refused = 0, []
-        for episode in queryset.order_by("pk"):
-            try:
-                services.episode_retry(tenant=episode.tenant, episode_id=episode.pk)
-                done += 1
-            except ApplicationError as exc:
-                refused.append(f"#{episode.pk}: {exc.message}")
-        self.message_user(request, f"Queued {done} episode(s) for extraction.")
-        if refused:
-            self.message_user(request, "Not queued: " + "; ".join(refused), messages.WARNING)
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            "Queued for extraction:",
+            lambda episode: services.episode_retry(tenant=episode.tenant, episode_id=episode.pk),
+        )

@@ -100,6 +100,9 @@ WITH vector_hits AS MATERIALIZED (
     ORDER BY embedding <=> %(vector)s::vector
     LIMIT %(candidates)s
 ),
+population AS MATERIALIZED (
+    SELECT count(*) AS rows FROM kb_kbchunk WHERE {scope}
+),
 keyword_matches AS MATERIALIZED (
     SELECT id{match_columns}{length_column}
     FROM kb_kbchunk
@@ -136,8 +139,6 @@ FROM scored s CROSS JOIN idf
 JOIN kb_document d ON d.id = s.document_id
 WHERE d.tenant_id = %(tenant)s
 """
-# N, the chunks the document frequencies are counted against: an index-only count on (tenant, document).
-_TENANT_CHUNKS = "(SELECT count(*) FROM kb_kbchunk WHERE {scope})"
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
@@ -193,13 +194,15 @@ def kb_search_statement(
     document_frequency = lambda match: f"coalesce(sum(rows) FILTER (WHERE {match}), 0)"  # noqa: E731
     sql = _SEARCH_SQL.format(
         where=" AND ".join(where),
+        # N, the chunks the document frequencies count against: one index-only count on (tenant, document).
+        scope=" AND ".join(scope),
         any_term=keywords.any_term(),
         match_columns=keywords.match_columns("search_vector"),
         length_column=", length(search_vector) AS len" if lengths else "",
         pattern_columns="".join(f"{name}, " for name in names),
         pattern_lengths=", sum(len) AS lengths" if lengths else "",
         pattern_grouping=" GROUP BY " + ", ".join(names) if names else "",
-        idf_columns=keywords.idf_columns(_TENANT_CHUNKS.format(scope=" AND ".join(scope)), document_frequency),
+        idf_columns=keywords.idf_columns("(SELECT rows FROM population)", document_frequency),
         # Over the chunks that match: the tenant-wide average would cost a read of every chunk.
         average_length=", greatest(sum(lengths) / greatest(sum(rows), 1), 1)::float8 AS average_length"
         if lengths

@@ -1,6 +1,7 @@
 """Run test work on several threads at once: each thread has its own database connection."""
 
 import threading
+from contextlib import contextmanager
 
 from django.db import connection
 
@@ -26,3 +27,27 @@ def run_together(count: int, work) -> list:
         thread.join(timeout=60)
     assert not errors, errors
     return results
+
+
+@contextmanager
+def held_elsewhere(hold):
+    """For the `with` block, another database session (a thread of its own) is inside `hold()`: a context manager
+    that takes a lock, as a worker running elsewhere would hold it."""
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        try:
+            with hold():
+                held.set()
+                release.wait(30)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(30), "the other session never took the lock"
+        yield
+    finally:
+        release.set()
+        thread.join(30)

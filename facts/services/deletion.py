@@ -9,6 +9,7 @@ from django.db import connection, models, transaction
 from django.db.models import Q, signals
 
 from core.admin import admin_log_entries
+from core.db import copy_insert
 from core.errors import ApplicationError
 from tenancy.models import Tenant
 
@@ -43,12 +44,14 @@ def facts_delete(*, tenant: Tenant, fact_ids: list[int], actor: str, purge: bool
             history = FactEvent.objects.filter(tenant=tenant, fact_id__in=ids)
             history.filter(Q(before__isnull=False) | Q(after__isnull=False)).update(before=None, after=None)
             admin_log_entries(Fact, ids).update(object_repr="(purged)", change_message="")
-        FactEvent.objects.bulk_create(
+        # A purge deletes up to FORGET_BATCH_SIZE facts at once: their events go in by COPY, not INSERTs.
+        copy_insert(
+            FactEvent,
             [
                 FactEvent(tenant=tenant, fact_id=pk, user_id=user_id, action=action, actor=actor, before=before)
                 for pk, user_id, action, before in events
             ],
-            batch_size=1000,
+            ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"],
         )
     return ids
 

@@ -1,11 +1,10 @@
 """Advisory locks: one key space per kind of lock, and locks that really exclude another session."""
 
-import threading
-
 import pytest
-from django.db import connection, transaction
+from django.db import transaction
 
 from core.locks import LockNamespace, is_locked, lock_key, session_lock, xact_lock
+from tests.threads import held_elsewhere
 
 
 def test_kinds_of_lock_never_share_a_key():
@@ -25,36 +24,14 @@ def test_a_key_is_the_same_in_every_process_and_fits_a_bigint():
         assert 0 < lock_key(namespace, "x" * 300) < 2**63
 
 
-def _held_elsewhere(start_holding):
-    """Run `start_holding()` (which takes a lock) on another connection until the returned event is set."""
-    held, release = threading.Event(), threading.Event()
-
-    def holder():
-        try:
-            with start_holding():
-                held.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    assert held.wait(10)
-    return release, thread
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_session_lock_excludes_other_sessions_until_released():
-    release, thread = _held_elsewhere(lambda: session_lock(LockNamespace.FORGET_TENANT, 5))
-    try:
+    with held_elsewhere(lambda: session_lock(LockNamespace.FORGET_TENANT, 5)):
         assert is_locked(LockNamespace.FORGET_TENANT, 5)
         assert not is_locked(LockNamespace.FORGET_TENANT, 6)
         assert not is_locked(LockNamespace.EPISODE_EXTRACTION, 5)  # another kind of lock, another key
         with session_lock(LockNamespace.FORGET_TENANT, 5, wait=False) as acquired:
             assert not acquired
-    finally:
-        release.set()
-        thread.join(10)
     assert not is_locked(LockNamespace.FORGET_TENANT, 5)
 
 
@@ -72,11 +49,7 @@ def test_a_transaction_lock_is_held_until_commit():
 
         return Held()
 
-    release, thread = _held_elsewhere(in_a_transaction)
-    try:
+    with held_elsewhere(in_a_transaction):
         assert is_locked(LockNamespace.USER_MEMORY, 1, "alice")
         assert not is_locked(LockNamespace.KB_DOCUMENT, 1, "alice")
-    finally:
-        release.set()
-        thread.join(10)
     assert not is_locked(LockNamespace.USER_MEMORY, 1, "alice")

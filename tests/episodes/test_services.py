@@ -2,11 +2,8 @@
 retries), retry rules and the extractive summary."""
 
 import json
-import threading
-from contextlib import contextmanager
 
 import pytest
-from django.db import connection
 
 import facts.services.extraction
 from core.errors import ApplicationError
@@ -19,6 +16,7 @@ from episodes.services import episode_retry, episode_store
 from episodes.summaries import summary_extractive
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2
+from tests.threads import held_elsewhere
 
 pytestmark = pytest.mark.django_db
 
@@ -200,27 +198,9 @@ def test_retry_is_refused_while_a_run_is_alive_and_allowed_once_it_died(tenant, 
     assert missing.value.status_code == 404
 
 
-@contextmanager
 def run_held_elsewhere(episode_id: int):
     """A worker running this episode: its run lock held by another database session until the block ends."""
-    held, release = threading.Event(), threading.Event()
-
-    def worker():
-        try:
-            with session_lock(LockNamespace.EPISODE_EXTRACTION, episode_id):
-                held.set()
-                release.wait(10)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=worker)
-    thread.start()
-    assert held.wait(10)
-    try:
-        yield
-    finally:
-        release.set()
-        thread.join(10)
+    return held_elsewhere(lambda: session_lock(LockNamespace.EPISODE_EXTRACTION, episode_id))
 
 
 def test_the_extractive_summary_opens_with_the_user_and_stays_within_bounds():

@@ -1,10 +1,8 @@
 """Two runs of one tenant never overlap: separate connections (threads), committed for real."""
 
-import threading
 from datetime import timedelta
 
 import pytest
-from django.db import connection
 from django.utils import timezone
 
 from core.locks import LockNamespace, session_lock
@@ -12,7 +10,7 @@ from facts.models import Fact, FactEvent
 from forgetting.models import ForgetRun
 from forgetting.services import forget_policy_apply
 from tests.factories import make_tenant
-from tests.facts.test_concurrency import run_together
+from tests.threads import held_elsewhere, run_together
 
 from .conftest import add
 
@@ -46,27 +44,10 @@ def test_a_run_while_another_holds_the_tenants_lock_is_skipped_and_recorded():
     other, _ = make_tenant()
     ids = stale_facts(tenant, 3)
     stale_facts(other, 2)
-    holding, release = threading.Event(), threading.Event()
-
-    def hold_the_lock():
-        # What a running sweep holds: the tenant's session advisory lock, on its own connection.
-        try:
-            with session_lock(LockNamespace.FORGET_TENANT, tenant.pk, wait=False) as acquired:
-                assert acquired
-                holding.set()
-                release.wait(timeout=30)
-        finally:
-            connection.close()
-
-    holder = threading.Thread(target=hold_the_lock)
-    holder.start()
-    try:
-        assert holding.wait(timeout=30)
+    # What a running sweep holds: the tenant's session advisory lock, on its own connection.
+    with held_elsewhere(lambda: session_lock(LockNamespace.FORGET_TENANT, tenant.pk, wait=False)):
         skipped = forget_policy_apply(tenant=tenant)
         unrelated = forget_policy_apply(tenant=other)  # another tenant's run is not held up
-    finally:
-        release.set()
-        holder.join(timeout=30)
 
     assert (skipped.status, skipped.archived) == ("skipped", 0)
     assert set(Fact.objects.filter(pk__in=ids).values_list("status", flat=True)) == {"active"}
