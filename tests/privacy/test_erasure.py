@@ -13,8 +13,7 @@ from facts.models import Fact, FactConflict, FactEvent
 from facts.services import fact_remember
 from privacy.services import user_erase
 from tenancy.services import tenant_membership_add
-
-from .conftest import add
+from tests.forgetting.conftest import add
 
 pytestmark = pytest.mark.django_db
 
