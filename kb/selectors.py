@@ -89,8 +89,9 @@ class DocumentHit:
 
 # Tenant-wide hybrid search. Each channel picks its own candidates with its own index: the vector side an HNSW
 # scan (iterative, so the tenant filter cannot starve it), the keyword side the GIN index on search_vector. The
-# keyword side is BM25 (core.keywords): every chunk of the tenant that matches a term is read once, which gives the
-# exact document frequency of each term (a chunk matching a term matches "any term") and the keyword candidates.
+# keyword side is BM25 (core.keywords) over the tenant's chunks that share a term with the query, read once: the
+# document frequencies and N are counted among them. (Counting every chunk of the tenant for N cost 264 ms at 100k
+# chunks before the visibility map is set, and LoCoMo recall@10 is the same either way: 0.704 MiniLM.)
 # The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
@@ -99,9 +100,6 @@ WITH vector_hits AS MATERIALIZED (
     WHERE {where}
     ORDER BY embedding <=> %(vector)s::vector
     LIMIT %(candidates)s
-),
-population AS MATERIALIZED (
-    SELECT count(*) AS rows FROM kb_kbchunk WHERE {scope}
 ),
 keyword_matches AS MATERIALIZED (
     SELECT id{match_columns}{length_column}
@@ -186,23 +184,22 @@ def kb_search_statement(
     *, tenant: Tenant, keywords: KeywordQuery, vector: np.ndarray, limit: int, documents: list[int] | None = None
 ) -> tuple[str, dict]:
     """The statement kb_search runs and its parameters (also for EXPLAIN in tests and benchmarks)."""
-    scope = ["tenant_id = %(tenant)s"] + (["document_id = ANY(%(documents)s)"] if documents is not None else [])
-    where = [*scope, "embedding_model = %(model)s", "embedding IS NOT NULL"]
+    where = ["tenant_id = %(tenant)s", "embedding_model = %(model)s", "embedding IS NOT NULL"]
+    if documents is not None:
+        where.append("document_id = ANY(%(documents)s)")
     bm25 = Bm25(k1=settings.KB_SEARCH_BM25_K1, b=settings.KB_SEARCH_BM25_B)
     names = keywords.match_names()
     lengths = bool(bm25.b)
     document_frequency = lambda match: f"coalesce(sum(rows) FILTER (WHERE {match}), 0)"  # noqa: E731
     sql = _SEARCH_SQL.format(
         where=" AND ".join(where),
-        # N, the chunks the document frequencies count against: one index-only count on (tenant, document).
-        scope=" AND ".join(scope),
         any_term=keywords.any_term(),
         match_columns=keywords.match_columns("search_vector"),
         length_column=", length(search_vector) AS len" if lengths else "",
         pattern_columns="".join(f"{name}, " for name in names),
         pattern_lengths=", sum(len) AS lengths" if lengths else "",
         pattern_grouping=" GROUP BY " + ", ".join(names) if names else "",
-        idf_columns=keywords.idf_columns("(SELECT rows FROM population)", document_frequency),
+        idf_columns=keywords.idf_columns("sum(rows)", document_frequency),
         # Over the chunks that match: the tenant-wide average would cost a read of every chunk.
         average_length=", greatest(sum(lengths) / greatest(sum(rows), 1), 1)::float8 AS average_length"
         if lengths
