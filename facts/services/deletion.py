@@ -6,10 +6,10 @@ import functools
 from dataclasses import dataclass
 
 from django.db import connection, models, transaction
-from django.db.models import Q, signals
+from django.db.models import signals
+from psycopg.types.json import Jsonb
 
 from core.admin import admin_log_entries
-from core.db import copy_insert
 from core.errors import ApplicationError
 from tenancy.models import Tenant
 
@@ -27,31 +27,44 @@ def facts_delete(*, tenant: Tenant, fact_ids: list[int], actor: str, purge: bool
     """Delete those of `fact_ids` that belong to `tenant`, with what points at them (pointers to them cleared,
     their conflicts gone), and return their ids. Each gets a "deleted" event holding the fact as it was; with
     `purge`, a "purged" event instead, every earlier event of the fact is emptied and the admin's log lines about
-    it are redacted, so nothing the fact said is kept. Rows are locked in primary-key order."""
-    with transaction.atomic():
-        facts = Fact.objects.select_for_update().filter(tenant=tenant, pk__in=list(fact_ids)).order_by("pk")
-        if purge:
-            rows = list(facts.values_list("pk", "user_id"))
-            events = [(pk, user_id, FactEvent.Action.PURGED, None) for pk, user_id in rows]
-        else:
-            rows = [(fact.pk, fact.user_id, snapshot(fact)) for fact in facts.defer("embedding", "search_text")]
-            events = [(pk, user_id, FactEvent.Action.DELETED, before) for pk, user_id, before in rows]
-        ids = [row[0] for row in rows]
+    it are redacted, so nothing the fact said is kept. Rows are locked in primary-key order.
+
+    Plain SQL with id arrays: a purge batch is FORGET_BATCH_SIZE facts, and IN lists or model instances of that
+    many rows cost more than the deletion itself."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM facts_fact WHERE tenant_id = %s AND id = ANY(%s) ORDER BY id FOR UPDATE",
+            [tenant.pk, sorted(set(fact_ids))],
+        )
+        ids = [row[0] for row in cursor.fetchall()]
         if not ids:
             return []
+        if purge:
+            cursor.execute("SELECT id, user_id FROM facts_fact WHERE id = ANY(%s) ORDER BY id", [ids])
+            events = [(pk, user_id, None) for pk, user_id in cursor.fetchall()]
+        else:
+            facts = Fact.objects.filter(pk__in=ids).defer("embedding", "search_text").order_by("pk")
+            events = [(fact.pk, fact.user_id, Jsonb(snapshot(fact))) for fact in facts]
         _delete_rows(ids)
         if purge:
-            history = FactEvent.objects.filter(tenant=tenant, fact_id__in=ids)
-            history.filter(Q(before__isnull=False) | Q(after__isnull=False)).update(before=None, after=None)
+            cursor.execute(
+                "UPDATE facts_factevent SET before = NULL, after = NULL WHERE tenant_id = %s AND fact_id = ANY(%s) "
+                "AND (before IS NOT NULL OR after IS NOT NULL)",
+                [tenant.pk, ids],
+            )
             admin_log_entries(Fact, ids).update(object_repr="(purged)", change_message="")
-        # A purge deletes up to FORGET_BATCH_SIZE facts at once: their events go in by COPY, not INSERTs.
-        copy_insert(
-            FactEvent,
+        cursor.execute(
+            "INSERT INTO facts_factevent (tenant_id, fact_id, user_id, action, actor, before, after, created_at) "
+            "SELECT %s, id, user_id, %s, %s, before, NULL, clock_timestamp() "
+            "FROM unnest(%s::bigint[], %s::text[], %s::jsonb[]) AS gone(id, user_id, before)",
             [
-                FactEvent(tenant=tenant, fact_id=pk, user_id=user_id, action=action, actor=actor, before=before)
-                for pk, user_id, action, before in events
+                tenant.pk,
+                FactEvent.Action.PURGED if purge else FactEvent.Action.DELETED,
+                actor,
+                [pk for pk, _, _ in events],
+                [user_id for _, user_id, _ in events],
+                [before for _, _, before in events],
             ],
-            ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"],
         )
     return ids
 
