@@ -91,7 +91,7 @@ def _extract_pending(episode_id: int, message_count: int) -> tuple[Episode, str]
                 f"{settings.EPISODES_EXTRACT_MIN_USER_CHARS} (EPISODES_EXTRACT_MIN_USER_CHARS)."
             )
         pending = [
-            message
+            {**message, "index": index}  # the facts' provenance: which messages of the episode they come from
             for index, message in enumerate(messages[start:], start=start)
             if not excluded(index, episode.extraction_excluded)
         ]

@@ -21,7 +21,7 @@ class FactOutputSerializer(serializers.ModelSerializer):
             "id", "user_id", "agent_id", "category", "content", "confidence", "status", "source",
             "source_episode", "pinned", "usage_count", "last_used_at", "valid_from", "valid_to",
             "superseded_by", "occurred_at", "metadata", "embedding_model", "reviewed_at", "archived_at",
-            "created_at", "updated_at",
+            "proposal", "source_messages", "created_at", "updated_at",
         ]  # fmt: skip
 
 
@@ -64,7 +64,11 @@ class FactListCreateApi(APIView):
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
 
     class OutputSerializer(serializers.Serializer):
-        outcome = serializers.ChoiceField(["created", "merged", "superseded", "conflict"])
+        outcome = serializers.ChoiceField(
+            ["created", "merged", "superseded", "pending", "conflict"],
+            help_text="pending: the fact waits for review with a proposal (merge into or supersede another fact) "
+            "that approving applies; conflict: it waits until the conflict is resolved.",
+        )
         fact = FactOutputSerializer()
         superseded_ids = serializers.ListField(child=serializers.IntegerField())
         conflict_ids = serializers.ListField(child=serializers.IntegerField())
@@ -155,6 +159,16 @@ class FactRejectApi(APIView):
         return Response(FactOutputSerializer(fact).data)
 
 
+class FactSupersessionUndoApi(APIView):
+    @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_undo_supersession")
+    def post(self, request, fact_id: int):
+        """The fact was superseded wrongly: make it current again and reject the fact that superseded it."""
+        fact = services.fact_supersession_undo(
+            tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request)
+        )
+        return Response(FactOutputSerializer(fact).data)
+
+
 class FactRestoreApi(APIView):
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
     def post(self, request, fact_id: int):
@@ -226,6 +240,7 @@ class ConflictListApi(APIView):
 class ConflictResolveApi(APIView):
     class InputSerializer(serializers.Serializer):
         resolution = serializers.ChoiceField(FactConflict.Resolution.values)
+        content = serializers.CharField(required=False, help_text="With merge: the one text that replaces both.")
 
     @extend_schema(request=InputSerializer, responses=ConflictOutputSerializer, operation_id="conflicts_resolve")
     def post(self, request, conflict_id: int):

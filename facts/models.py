@@ -1,4 +1,5 @@
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
@@ -62,6 +63,11 @@ class Fact(models.Model):
     reviewed_at = models.DateTimeField(null=True, blank=True)
     # Set when the fact was archived (forgotten but restorable): the purge counts its retention from here.
     archived_at = models.DateTimeField(null=True, blank=True)
+    # What the judge found when a fact arrived that could not take effect at once (a pending fact changes no
+    # other fact): "merge into #43", "supersede #43", with the reasons; approving applies it (facts.services.review).
+    proposal = models.JSONField(null=True, blank=True, editable=False)
+    # The indexes, in source_episode's messages, of the messages the fact was extracted from (provenance).
+    source_messages = ArrayField(models.PositiveIntegerField(), default=list, blank=True, editable=False)
     # Keyword search: the content plus its date words (and CJK spaced apart), prepared in Python by
     # refresh_search_text(); PostgreSQL keeps the tsvector in step.
     search_text = models.TextField(blank=True, default="", editable=False)
@@ -82,6 +88,11 @@ class Fact(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=models.Q(confidence__gte=0.0, confidence__lte=1.0), name="fact_confidence_0_1"
+            ),
+            # A retired fact was true from valid_from until valid_to: never an interval that ends before it starts.
+            models.CheckConstraint(
+                condition=models.Q(valid_to__isnull=True) | models.Q(valid_to__gte=models.F("valid_from")),
+                name="fact_valid_to_after_valid_from",
             ),
         ]
 
@@ -117,6 +128,7 @@ class FactEvent(models.Model):
         ARCHIVED = "archived"
         RESTORED = "restored"
         PURGED = "purged"
+        REINSTATED = "reinstated"  # current again: the fact that had superseded it was rejected
 
     # No index of its own: the table's composite indexes start with tenant.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_events", db_index=False)
@@ -148,6 +160,7 @@ class FactConflict(models.Model):
         KEEP_NEW = "keep_new"
         KEEP_OLD = "keep_old"
         KEEP_BOTH = "keep_both"
+        MERGE = "merge"  # one edited text replaces both
 
     # No index of its own: the table's composite indexes start with tenant.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="fact_conflicts", db_index=False)

@@ -63,13 +63,16 @@ class Neighbour:
     similarity: float
 
 
-def facts_nearest(*, tenant: Tenant, user_id: str, vector: np.ndarray, limit: int) -> list[Neighbour]:
-    """The user's current active and pending facts closest to `vector` (exact scan of one user's rows)."""
+def facts_nearest(
+    *, tenant: Tenant, user_id: str, vector: np.ndarray, limit: int, statuses: list[str] | None = None
+) -> list[Neighbour]:
+    """The user's current facts (active and pending unless `statuses` says) closest to `vector` (exact scan of one
+    user's rows)."""
     rows = (
         Fact.objects.filter(
             tenant=tenant,
             user_id=user_id,
-            status__in=[Fact.Status.ACTIVE, Fact.Status.PENDING],
+            status__in=statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
             valid_to__isnull=True,
             embedding_model=active_embedding_model(),
         )

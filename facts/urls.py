@@ -11,6 +11,9 @@ urlpatterns = [
     path("facts/<int:fact_id>/approve", apis.FactApproveApi.as_view(), name="fact-approve"),
     path("facts/<int:fact_id>/reject", apis.FactRejectApi.as_view(), name="fact-reject"),
     path("facts/<int:fact_id>/restore", apis.FactRestoreApi.as_view(), name="fact-restore"),
+    path(
+        "facts/<int:fact_id>/undo-supersession", apis.FactSupersessionUndoApi.as_view(), name="fact-undo-supersession"
+    ),
     path("conflicts", apis.ConflictListApi.as_view(), name="conflicts"),
     path("conflicts/<int:conflict_id>/resolve", apis.ConflictResolveApi.as_view(), name="conflict-resolve"),
 ]

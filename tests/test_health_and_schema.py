@@ -51,7 +51,7 @@ def test_each_endpoint_documents_its_own_request_body():
     # Every view nests a class named InputSerializer: by class name alone they shared one component.
     assert {"user_id", "query", "max_tokens"} <= request_fields("/api/v1/context")
     assert {"user_id", "query", "as_of"} <= request_fields("/api/v1/facts/search")
-    assert request_fields("/api/v1/conflicts/{conflict_id}/resolve") == {"resolution"}
+    assert request_fields("/api/v1/conflicts/{conflict_id}/resolve") == {"resolution", "content"}
     assert "Input" not in schema["components"]["schemas"]
 
 

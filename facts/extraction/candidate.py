@@ -1,6 +1,6 @@
 """What extraction produces: a candidate fact, before fact_remember judges it against what is known."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -8,3 +8,5 @@ class ExtractedFact:
     content: str  # "Prefers dark mode", "Lives in Berlin", "喜欢用 Vim", "决定2023-05-12发布"
     category: str  # a Fact.Category value
     confidence: float  # 0..1
+    # Positions, in the messages given, of those it was said in: provenance, not part of what the fact is.
+    messages: tuple[int, ...] = field(default=(), compare=False)

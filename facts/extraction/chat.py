@@ -15,6 +15,7 @@ class AnsweredFact(BaseModel):
     content: str
     category: Fact.Category
     confidence: float = Field(strict=True, ge=0, le=1)  # strict: no "0.9", no true
+    messages: list[int] = Field(default_factory=list)  # the numbers of the messages it was said in
 
 
 class ExtractedFacts(ChatAnswer):
@@ -32,13 +33,14 @@ confirmed it, anything the user asked to keep secret or not to remember, facts a
 Write each fact without "I"/"the user" at the start (e.g. "Prefers PostgreSQL for JSONB support"), in the
 language the user used. Resolve relative dates ("yesterday", "next Friday") to absolute dates (YYYY-MM-DD)
 using the conversation time given. category is one of preference, profile, project, decision, procedure, other;
-confidence (0..1) is how explicit and lasting the statement is. Return {"facts": []} when there is nothing."""
+confidence (0..1) is how explicit and lasting the statement is; messages lists the numbers ([n]) of the messages it
+was said in. Return {"facts": []} when there is nothing."""
 
 
 def llm_extract(
     chat: OpenAIChat, *, messages: list[dict], reference_time: datetime, known_facts: list[str]
 ) -> list[ExtractedFact]:
-    transcript = "\n".join(f"{message['role']}: {message['content']}" for message in messages)
+    transcript = "\n".join(f"[{n}] {message['role']}: {message['content']}" for n, message in enumerate(messages))
     known = "\n".join(f"- {content}" for content in known_facts) or "(none)"
     answer = chat.complete_json(
         system=EXTRACT_SYSTEM,
@@ -49,7 +51,12 @@ def llm_extract(
         answer=ExtractedFacts,
     )
     return [
-        ExtractedFact(content=item.content.strip(), category=item.category.value, confidence=item.confidence)
+        ExtractedFact(
+            content=item.content.strip(),
+            category=item.category.value,
+            confidence=item.confidence,
+            messages=tuple(n for n in dict.fromkeys(item.messages) if 0 <= n < len(messages)),
+        )
         for item in answer.facts
         if item.content.strip()
     ]

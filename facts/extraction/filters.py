@@ -90,15 +90,16 @@ _CLAUSE_BREAK = re.compile(
 )
 
 
-def user_texts(messages: list[dict]) -> Iterator[str]:
-    for message in messages:
+def user_texts(messages: list[dict]) -> Iterator[tuple[int, str]]:
+    """(position, text) of every message of the user with some text."""
+    for position, message in enumerate(messages):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, list):  # OpenAI-style parts: [{"type": "text", "text": ...}, ...]
             content = "\n".join(part.get("text", "") for part in content if isinstance(part, dict))
         if isinstance(content, str) and content.strip():
-            yield content
+            yield position, content
 
 
 def clauses(text: str) -> Iterator[str]:

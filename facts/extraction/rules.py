@@ -8,6 +8,7 @@ relative dates made absolute from `reference_time` ("next Friday" -> "on 2023-05
 """
 
 import re
+from dataclasses import replace
 from datetime import date, datetime
 
 from .candidate import ExtractedFact
@@ -68,13 +69,16 @@ def extract_by_rules(messages: list[dict], *, reference_time: datetime) -> list[
     """Explicit statements the user made in `messages`, in the order said, each once."""
     today = reference_time.date()
     facts: dict[str, ExtractedFact] = {}
-    for text in user_texts(messages):
+    for position, text in user_texts(messages):
         if DO_NOT_REMEMBER.search(text):
             continue
         for clause in clauses(text):
             fact = _extract_clause(clause, today)
-            if fact is not None:
-                facts.setdefault(fact.content.casefold(), fact)
+            if fact is None:
+                continue
+            said = facts.setdefault(fact.content.casefold(), replace(fact, messages=(position,)))
+            if position not in said.messages:  # said again later: both messages are its provenance
+                facts[fact.content.casefold()] = replace(said, messages=(*said.messages, position))
     return list(facts.values())
 
 

@@ -6,7 +6,7 @@ from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
 from .extraction import facts_extract
 from .history import SYSTEM, snapshot
 from .remember import RememberResult, fact_remember
-from .review import conflict_resolve, fact_approve, fact_reject
+from .review import conflict_resolve, fact_approve, fact_reject, fact_supersession_undo
 from .usage import facts_record_usage
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "fact_reject",
     "fact_remember",
     "fact_restore",
+    "fact_supersession_undo",
     "fact_update",
     "facts_delete",
     "facts_erase_user",

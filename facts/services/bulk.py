@@ -35,6 +35,7 @@ IMPORT_FIELDS = [
     "pinned",
     "metadata",
     "search_text",
+    "source_messages",
     "created_at",
     "updated_at",
 ]

@@ -17,7 +17,8 @@ from .remember import RememberResult, fact_remember
 def facts_extract(
     *, tenant: Tenant, user_id: str, messages: list[dict], reference_time: datetime, episode=None
 ) -> list[RememberResult]:
-    """Distil atomic facts from a conversation and remember each (source=extracted). All or nothing."""
+    """Distil atomic facts from a conversation and remember each (source=extracted), with the messages it came from
+    (a message's "index", its place in the episode, when it has one). All or nothing."""
     chat = get_chat()
     if chat is not None:
         known = list(
@@ -39,6 +40,7 @@ def facts_extract(
                 source=Fact.Source.EXTRACTED,
                 occurred_at=reference_time,
                 source_episode=episode,
+                source_messages=[messages[n].get("index", n) for n in candidate.messages],
                 actor=SYSTEM,
             )
             for candidate in candidates

@@ -20,14 +20,15 @@ from ..judging import Judgement, Relation, judge_by_rules, llm_judge
 from ..models import Fact, FactEvent
 from ..selectors import Neighbour, facts_nearest
 from .history import SYSTEM, record_event, snapshot
-from .transitions import FULL_CLEAN_EXCLUDE, conflict_open, fact_supersede
+from .proposals import Decision, decision_of
+from .transitions import FULL_CLEAN_EXCLUDE, conflict_open, fact_merge_into, fact_supersede
 
 logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class RememberResult:
-    outcome: str  # created | merged | superseded | conflict
+    outcome: str  # created | merged | superseded | pending (a proposal waits for review) | conflict
     fact: Fact  # the new fact, or the one the information was merged into
     superseded_ids: list[int] = field(default_factory=list)
     conflict_ids: list[int] = field(default_factory=list)
@@ -47,9 +48,11 @@ def fact_remember(
     agent_id: str = "",
     actor: str = SYSTEM,
     source_episode=None,
+    source_messages: list[int] | None = None,
 ) -> RememberResult:
     """Store what was learned, keeping the store clean: merge duplicates, retire contradicted facts (or open a
-    conflict for review when unsure), insert what is new."""
+    conflict for review when unsure), insert what is new. A fact that is not active (below its auto-approve
+    confidence, or in conflict) changes no other fact: what it would do waits on it as a proposal."""
     fact = Fact(
         tenant=tenant,
         user_id=validate_user_id(user_id),
@@ -62,6 +65,7 @@ def fact_remember(
         occurred_at=occurred_at,
         metadata=metadata or {},
         source_episode=source_episode,
+        source_messages=source_messages or [],
         embedding_model=active_embedding_model(),
     )
     fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
@@ -70,25 +74,25 @@ def fact_remember(
     with transaction.atomic():
         # Writes to one user's memory queue here until commit, so two identical saves cannot both insert.
         xact_lock(LockNamespace.USER_MEMORY, tenant.pk, fact.user_id)
-        neighbours = facts_nearest(
-            tenant=tenant, user_id=fact.user_id, vector=fact.embedding, limit=settings.FACTS_JUDGE_CANDIDATES
+        fact.status = _initial_status(fact)
+        # A pending fact is judged against pending facts too, so its proposal can name a twin waiting for review.
+        statuses = (
+            [Fact.Status.ACTIVE] if fact.status == Fact.Status.ACTIVE else [Fact.Status.ACTIVE, Fact.Status.PENDING]
         )
-        judged = list(zip(neighbours, _judge(fact.content, neighbours), strict=True))
-
-        duplicates = [(n, j) for n, j in judged if j.relation == Relation.DUPLICATE]
-        if duplicates:
-            return _merge(duplicates[0][0].fact, fact, refined=False, actor=actor)
-        contradictions = [(n, j) for n, j in judged if j.relation == Relation.CONTRADICTS]
-        if contradictions:
-            return _insert_contradicting(fact, contradictions, actor=actor)
-        refinements = [(n, j) for n, j in judged if j.relation == Relation.REFINES]
-        if refinements:
-            return _merge(refinements[0][0].fact, fact, refined=True, actor=actor)
-        _insert(fact, actor=actor)
-        return RememberResult("created", fact)
+        neighbours = facts_nearest(
+            tenant=tenant,
+            user_id=fact.user_id,
+            vector=fact.embedding,
+            limit=settings.FACTS_JUDGE_CANDIDATES,
+            statuses=statuses,
+        )
+        decision = decision_of(fact, list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True)))
+        if fact.status == Fact.Status.ACTIVE and not decision.conflicts:
+            return _apply_now(fact, decision, actor=actor)
+        return _hold_for_review(fact, decision, actor=actor)
 
 
-def _judge(content: str, neighbours: list[Neighbour]) -> list[Judgement]:
+def judge_neighbours(content: str, neighbours: list[Neighbour]) -> list[Judgement]:
     """How `content` relates to each neighbour: same words first, then the chat model if any, else rules."""
     chat = get_chat()
     answers: dict[int, Judgement] = {}
@@ -131,47 +135,32 @@ def _initial_status(fact: Fact) -> str:
     return Fact.Status.ACTIVE if fact.confidence >= threshold else Fact.Status.PENDING
 
 
-def _insert(fact: Fact, *, actor: str, status: str | None = None) -> None:
-    fact.status = status or _initial_status(fact)
+def _insert(fact: Fact, *, actor: str, proposal: dict | None = None) -> None:
     fact.valid_from = fact.occurred_at or timezone.now()
+    fact.proposal = proposal
     fact.save()
     record_event(fact, FactEvent.Action.CREATED, actor, after=snapshot(fact))
 
 
-def _merge(existing: Fact, new: Fact, *, refined: bool, actor: str) -> RememberResult:
-    """The information is already there: strengthen the existing fact instead of adding a twin."""
-    existing = Fact.objects.select_for_update().get(pk=existing.pk)
-    before = snapshot(existing)
-    # Each independent confirmation closes half of the remaining doubt.
-    existing.confidence = round(min(1.0, existing.confidence + (1 - existing.confidence) * new.confidence * 0.5), 4)
-    existing.confidence = max(existing.confidence, new.confidence)
-    existing.pinned = existing.pinned or new.pinned
-    existing.metadata = {**existing.metadata, **new.metadata}
-    existing.occurred_at = existing.occurred_at or new.occurred_at
-    if refined:  # the new wording says more: keep it, with its vector
-        existing.content, existing.embedding = new.content, new.embedding
-        existing.embedding_model = new.embedding_model
-    existing.save()
-    after = {**snapshot(existing), "merged": new.content}
-    record_event(existing, FactEvent.Action.MERGED, actor, before=before, after=after)
-    return RememberResult("merged", existing)
+def _apply_now(fact: Fact, decision: Decision, *, actor: str) -> RememberResult:
+    """An active fact's decision takes effect at once: merged into its twin, or stored (retiring what it supersedes)."""
+    if decision.action in ("merge", "refine"):
+        target = decision.targets[0].fact
+        merged = fact_merge_into(target, fact, refined=decision.action == "refine", actor=actor)
+        return RememberResult("merged", merged)
+    _insert(fact, actor=actor)
+    superseded = [fact_supersede(t.fact, fact, t.judgement.reason, actor=actor) for t in decision.targets]
+    return RememberResult("superseded" if superseded else "created", fact, superseded_ids=superseded)
 
 
-def _insert_contradicting(fact: Fact, contradictions: list[tuple[Neighbour, Judgement]], *, actor: str):
-    sure = [(n.fact, j) for n, j in contradictions if _safe_to_supersede(fact, n.fact, j)]
-    unsure = [(n.fact, j) for n, j in contradictions if not _safe_to_supersede(fact, n.fact, j)]
-    _insert(fact, actor=actor, status=Fact.Status.PENDING if unsure else None)
-    superseded = [fact_supersede(old, fact, judgement.reason, actor=actor) for old, judgement in sure]
-    conflicts = [conflict_open(old, fact, judgement.reason, actor=actor) for old, judgement in unsure]
-    outcome = "conflict" if conflicts else "superseded"
-    return RememberResult(outcome, fact, superseded_ids=superseded, conflict_ids=[c.pk for c in conflicts])
-
-
-def _safe_to_supersede(new: Fact, old: Fact, judgement: Judgement) -> bool:
-    reviewed = old.reviewed_at is not None or old.source == Fact.Source.MANUAL
-    return (
-        judgement.certainty >= settings.FACTS_SUPERSEDE_CERTAINTY
-        and new.confidence >= settings.FACTS_SUPERSEDE_MIN_CONFIDENCE
-        and not old.pinned
-        and not (new.source == Fact.Source.EXTRACTED and reviewed)
-    )
+def _hold_for_review(fact: Fact, decision: Decision, *, actor: str) -> RememberResult:
+    """A fact that is not active changes no other fact: it is stored pending with its decision as a proposal, and the
+    contradictions the judge is unsure of open conflicts, which only a person resolves."""
+    fact.status = Fact.Status.PENDING
+    _insert(fact, actor=actor, proposal=decision.as_proposal())
+    conflicts = [conflict_open(t.fact, fact, t.judgement.reason, actor=actor) for t in decision.conflicts]
+    if conflicts:
+        fact.proposal = decision.as_proposal(conflict_ids=[conflict.pk for conflict in conflicts])
+        fact.save(update_fields=["proposal", "updated_at"])
+        return RememberResult("conflict", fact, conflict_ids=[conflict.pk for conflict in conflicts])
+    return RememberResult("created" if decision.action == "create" else "pending", fact)

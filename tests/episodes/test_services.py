@@ -219,3 +219,18 @@ def test_the_extractive_summary_opens_with_the_user_and_stays_within_bounds():
     assert "Hey" not in text
     assert "Cool" not in text
     assert summary_extractive([msg("system", "You are helpful.")]) == ""
+
+
+def test_extracted_facts_remember_the_messages_of_the_episode_they_come_from(tenant):
+    # Given a session stored in two posts (the second extraction run starts at message 2), with a system message
+    episode = episode_store(tenant=tenant, user_id="u1", session_id="s1", messages=TURN_1).episode
+    episode_extract(episode_id=episode.pk)
+    later = [msg("system", "Be brief."), *TURN_2, msg("user", "I prefer green tea in the morning.")]
+    episode_store(tenant=tenant, user_id="u1", session_id="s1", messages=[*TURN_1, *later])
+
+    episode_extract(episode_id=episode.pk)
+
+    provenance = dict(Fact.objects.filter(source_episode=episode).values_list("content", "source_messages"))
+    assert provenance["Lives in Berlin"] == [0]
+    assert provenance["Prefers PostgreSQL for new projects"] == [0]
+    assert provenance["Prefers green tea in the morning"] == [3, 5]  # said twice; indexes in the whole episode

@@ -210,6 +210,48 @@ def test_bulk_import_refuses_more_than_the_batch_limit_and_stores_nothing(api, s
     assert not Fact.objects.exists()
 
 
+class TestReview:
+    def test_a_pending_fact_answers_its_proposal_and_approving_applies_it(self, api):
+        old = create(api, "Works as a nurse at Hospital La Paz").json()["fact"]
+        response = api.post(
+            "/api/v1/facts",
+            {"user_id": "u1", "content": "Works as a head nurse at Hospital La Fe", "confidence": 0.65},
+            format="json",
+        )
+        body = response.json()
+        assert (response.status_code, body["outcome"], body["fact"]["status"]) == (201, "conflict", "pending")
+        # Below FACTS_SUPERSEDE_MIN_CONFIDENCE the judge is not sure enough: a conflict, not a supersession.
+        assert body["fact"]["proposal"]["conflicts"][0]["fact"] == old["id"]
+        assert api.get(f"/api/v1/facts/{old['id']}").json()["valid_to"] is None
+
+        refused = api.post(f"/api/v1/facts/{body['fact']['id']}/approve")
+        assert refused.status_code == 409
+        assert refused.json()["error"]["code"] == "open_conflict"
+        assert refused.json()["error"]["details"] == {"conflicts": body["conflict_ids"]}
+
+        merged = api.post(
+            f"/api/v1/conflicts/{body['conflict_ids'][0]}/resolve",
+            {"resolution": "merge", "content": "Works as a head nurse, now at Hospital La Fe"},
+            format="json",
+        )
+        assert merged.status_code == 200
+        assert merged.json()["resolution"] == "merge"
+        assert api.get(f"/api/v1/facts/{old['id']}").json()["content"] == "Works as a head nurse, now at Hospital La Fe"
+
+    def test_undoing_a_supersession(self, api):
+        old = create(api, "Lives in Berlin").json()["fact"]
+        new = create(api, "Moved to Paris").json()
+        assert new["superseded_ids"] == [old["id"]]
+
+        response = api.post(f"/api/v1/facts/{old['id']}/undo-supersession")
+
+        assert response.status_code == 200
+        assert (response.json()["valid_to"], response.json()["superseded_by"]) == (None, None)
+        assert api.get(f"/api/v1/facts/{new['fact']['id']}").json()["status"] == "rejected"
+        again = api.post(f"/api/v1/facts/{old['id']}/undo-supersession")
+        assert (again.status_code, again.json()["error"]["code"]) == (409, "conflict")
+
+
 class TestTenantIsolation:
     @pytest.fixture
     def foreign_fact(self, other_tenant_and_key):
@@ -224,6 +266,8 @@ class TestTenantIsolation:
             ("get", "/history", None),
             ("post", "/approve", None),
             ("post", "/reject", None),
+            ("post", "/undo-supersession", None),
+            ("post", "/restore", None),
         ],
     )
     def test_every_fact_endpoint_answers_404_for_another_tenants_fact(self, api, foreign_fact, method, suffix, payload):

@@ -181,3 +181,25 @@ def test_an_unknown_category_or_a_boolean_confidence_is_retried_then_an_error_na
     assert "$.facts[0].category: Input should be 'preference', 'profile', 'project', 'decision'" in retry
     assert "$.facts[0].confidence: Input should be a valid number" in retry  # true is not a confidence
     assert not Fact.objects.exists()
+
+
+def test_the_model_names_the_messages_each_fact_was_said_in(tenant, fake_openai):
+    fake_openai.reply_next(
+        json.dumps(
+            {
+                "facts": [
+                    {"content": "Lives in Lisbon", "category": "profile", "confidence": 0.9, "messages": [0, 0]},
+                    {"content": "Likes it", "category": "other", "confidence": 0.5, "messages": [1, 7]},
+                ]
+            }
+        )
+    )
+    messages = [{**message, "index": 10 + n} for n, message in enumerate(MESSAGES)]  # their places in an episode
+
+    facts_extract(tenant=tenant, user_id="u1", messages=messages, reference_time=WHEN)
+
+    provenance = dict(Fact.objects.filter(tenant=tenant).values_list("content", "source_messages"))
+    assert provenance == {"Lives in Lisbon": [10], "Likes it": [11]}  # duplicates and unknown numbers dropped
+    prompt = fake_openai.requests_to("/v1/chat/completions")[0]["body"]["messages"][1]["content"]
+    assert "[0] user: I moved to Lisbon" in prompt
+    assert "[1] assistant: Noted!" in prompt

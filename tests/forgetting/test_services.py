@@ -281,7 +281,8 @@ class TestRuns:
         for fact in facts[2:5]:
             age(fact, now, days=1, used=1, used_days_ago=1)
         Fact.objects.filter(pk=facts[5].pk).update(status="archived", archived_at=now - timedelta(days=40))
-        Fact.objects.filter(pk=facts[6].pk).update(valid_to=now - timedelta(days=45))
+        superseded = {"valid_from": now - timedelta(days=60), "valid_to": now - timedelta(days=45)}
+        Fact.objects.filter(pk=facts[6].pk).update(**superseded)
         return facts
 
     def test_a_dry_run_changes_nothing_and_reports_what_the_run_then_does(self, tenant, now, mixed):
