@@ -2,9 +2,9 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from core.admin import apply_to_each
+from core.admin import ActionsOnlyAdmin, apply_to_each
 from facts.models import Fact
-from tenancy.admin import TenantScopedAdmin
+from tenancy.admin import TenantListFilter, TenantScopedAdmin
 
 from . import services
 from .models import Episode
@@ -31,11 +31,13 @@ class ExtractedFactInline(admin.TabularInline):
 
 
 @admin.register(Episode)
-class EpisodeAdmin(TenantScopedAdmin):
+class EpisodeAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
+    """View only (an episode changes through the API and the extraction), plus re-queuing its extraction."""
+
     list_display = [
         "id", "user_id", "session_id", "message_count", "extraction_status", "last_message_at", "tenant",
     ]  # fmt: skip
-    list_filter = ["extraction_status", "tenant"]
+    list_filter = ["extraction_status", TenantListFilter]
     search_fields = ["user_id", "session_id", "summary"]
     fields = [
         "tenant", "user_id", "agent_id", "session_id", "last_message_at", "summary", "transcript",
@@ -49,6 +51,9 @@ class EpisodeAdmin(TenantScopedAdmin):
 
     def has_add_permission(self, request):
         return False  # episodes come from agents, through the API
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # no service deletes one episode; a user's episodes go with the erasure of the user
 
     @admin.display(description="messages")
     def transcript(self, episode):
@@ -64,7 +69,7 @@ class EpisodeAdmin(TenantScopedAdmin):
             ),
         )
 
-    @admin.action(description="Retry the extraction of selected episodes")
+    @admin.action(description="Retry the extraction of selected episodes", permissions=["change"])
     def retry_extraction(self, request, queryset):
         apply_to_each(
             self,

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 from core.admin import apply_to_each, staff_actor
-from tenancy.admin import TenantScopedAdmin
+from tenancy.admin import TenantListFilter, TenantScopedAdmin
 
 from . import services
 from .models import Fact, FactConflict, FactEvent
@@ -13,7 +13,7 @@ from .models import Fact, FactConflict, FactEvent
 @admin.register(Fact)
 class FactAdmin(TenantScopedAdmin):
     list_display = ["id", "content", "user_id", "category", "status", "confidence", "usage_count", "valid_to", "tenant"]
-    list_filter = ["status", "category", "source", "pinned", "tenant"]
+    list_filter = ["status", "category", "source", "pinned", TenantListFilter]
     search_fields = ["content", "user_id"]
     readonly_fields = [
         "embedding_model",
@@ -76,7 +76,7 @@ class FactAdmin(TenantScopedAdmin):
 @admin.register(FactEvent)
 class FactEventAdmin(TenantScopedAdmin):
     list_display = ["created_at", "fact_id", "action", "actor", "user_id", "tenant"]
-    list_filter = ["action", "tenant"]
+    list_filter = ["action", TenantListFilter]
     search_fields = ["user_id", "=fact_id"]
 
     def has_add_permission(self, request):
@@ -89,7 +89,7 @@ class FactEventAdmin(TenantScopedAdmin):
 @admin.register(FactConflict)
 class FactConflictAdmin(TenantScopedAdmin):
     list_display = ["id", "existing", "new", "reason", "status", "resolution", "user_id", "tenant"]
-    list_filter = ["status", "tenant"]
+    list_filter = ["status", TenantListFilter]
     list_select_related = ["existing_fact", "new_fact"]
     raw_id_fields = ["existing_fact", "new_fact"]
     actions = ["keep_new", "keep_old", "keep_both"]

@@ -1,12 +1,13 @@
 from django import forms
 from django.contrib import admin
 
+from core.admin import ServiceFormAdmin, take_saved
 from facts.models import Fact
-from tenancy.admin import TenantScopedAdmin
+from tenancy.admin import TenantListFilter, TenantScopedAdmin
 
 from .models import ForgetPolicy, ForgetRun
 from .selectors import POLICY_FIELDS, forget_policy_defaults
-from .services import forget_policy_apply, forget_policy_set
+from .services import forget_policy_apply, forget_policy_reset, forget_policy_set
 
 
 class ForgetPolicyForm(forms.ModelForm):
@@ -29,7 +30,7 @@ class ForgetPolicyForm(forms.ModelForm):
 
 
 @admin.register(ForgetPolicy)
-class ForgetPolicyAdmin(TenantScopedAdmin):
+class ForgetPolicyAdmin(ServiceFormAdmin, TenantScopedAdmin):
     form = ForgetPolicyForm
     list_display = [
         "tenant", "enabled", "max_unused_days", "min_usage_count", "max_facts_per_user", "archive_retention_days",
@@ -46,8 +47,15 @@ class ForgetPolicyAdmin(TenantScopedAdmin):
 
     def save_model(self, request, obj, form, change):
         # Through the same service as the API, so both validate alike.
-        saved = forget_policy_set(tenant=obj.tenant, **{name: getattr(obj, name) for name in POLICY_FIELDS})
-        obj.pk, obj.created_at, obj.updated_at = saved.pk, saved.created_at, saved.updated_at
+        take_saved(obj, forget_policy_set(tenant=obj.tenant, **{name: getattr(obj, name) for name in POLICY_FIELDS}))
+
+    # Deleting a tenant's policy is resetting it: the tenant follows the FORGET_* settings again.
+    def delete_model(self, request, obj):
+        forget_policy_reset(tenant=obj.tenant)
+
+    def delete_queryset(self, request, queryset):
+        for policy in queryset.select_related("tenant").order_by("pk"):
+            forget_policy_reset(tenant=policy.tenant)
 
     @admin.action(description="Preview (dry run): count what the policy would forget now")
     def preview(self, request, queryset):
@@ -66,7 +74,7 @@ class ForgetRunAdmin(TenantScopedAdmin):
         "started_at", "tenant", "dry_run", "status", "archived", "evicted", "purged", "superseded_purged",
         "duration_ms",
     ]  # fmt: skip
-    list_filter = ["status", "dry_run", "tenant"]
+    list_filter = ["status", "dry_run", TenantListFilter]
     date_hierarchy = "started_at"
 
     def has_add_permission(self, request):
@@ -74,3 +82,6 @@ class ForgetRunAdmin(TenantScopedAdmin):
 
     def has_change_permission(self, request, obj=None):
         return False  # a record of what happened
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -3,21 +3,21 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
-from core.admin import apply_to_each
-from tenancy.admin import TenantScopedAdmin
+from core.admin import ActionsOnlyAdmin, apply_to_each
+from tenancy.admin import TenantListFilter, TenantScopedAdmin
 
 from . import services
 from .models import Document, KBChunk
 
 
 @admin.register(Document)
-class DocumentAdmin(TenantScopedAdmin):
+class DocumentAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
     """Documents are written by indexing (index_docs, the API); here they are looked at, re-indexed, deleted."""
 
     list_display = ["doc_id", "title", "content_type", "chunks", "size_bytes", "updated_at", "tenant"]
-    list_filter = ["tenant", "content_type"]
+    list_filter = [TenantListFilter, "content_type"]
     search_fields = ["doc_id", "title"]
-    readonly_fields = [
+    fields = [
         "tenant", "doc_id", "title", "content_type", "source_path", "content_hash", "size_bytes", "metadata",
         "created_at", "updated_at",
     ]  # fmt: skip
@@ -34,7 +34,7 @@ class DocumentAdmin(TenantScopedAdmin):
         url = reverse("admin:kb_kbchunk_changelist") + f"?document__id__exact={document.pk}"
         return format_html('<a href="{}">{}</a>', url, document.chunk_count)
 
-    @admin.action(description="Re-index selected documents from their source files")
+    @admin.action(description="Re-index selected documents from their source files", permissions=["change"])
     def reindex(self, request, queryset):
         apply_to_each(
             self,
@@ -66,11 +66,10 @@ class KBChunkAdmin(TenantScopedAdmin):
     """Read only: chunks change only when their document is re-indexed."""
 
     list_display = ["document", "ordinal", "heading_path", "line_start", "line_end", "token_count", "tenant"]
-    list_filter = ["tenant"]
+    list_filter = [TenantListFilter]
     list_select_related = ["document", "tenant"]
     search_fields = ["text", "heading_path", "document__doc_id"]
     exclude = ["embedding", "search_text"]
-    raw_id_fields = ["document"]
 
     def has_add_permission(self, request):
         return False

@@ -1,12 +1,41 @@
 from django.contrib import admin, messages
+from django.core.exceptions import FieldDoesNotExist
+
+from core.admin import ActionsOnlyAdmin, ServiceFormAdmin, take_saved
 
 from .models import ApiKey, Tenant, TenantMembership
 from .selectors import tenants_visible_to
-from .services import api_key_create, api_key_revoke
+from .services import (
+    api_key_create,
+    api_key_revoke,
+    tenant_create,
+    tenant_membership_add,
+    tenant_membership_remove,
+    tenant_update,
+)
+
+
+class TenantListFilter(admin.SimpleListFilter):
+    """The tenant filter of every admin list: only the tenants the staff user is a member of (all for superusers)."""
+
+    title = "tenant"
+    parameter_name = "tenant"
+
+    def lookups(self, request, model_admin):
+        return [(tenant.pk, str(tenant)) for tenant in tenants_visible_to(user=request.user).order_by("name")]
+
+    def queryset(self, request, queryset):
+        if self.value() is None:
+            return queryset
+        return queryset.filter(tenant=self.value())
 
 
 class TenantScopedAdmin(admin.ModelAdmin):
-    """Staff see and pick only the tenants they are members of; superusers see all."""
+    """Staff see and pick only the tenants they are members of, and only those tenants' rows; superusers see all.
+
+    The queryset is scoped, so are the lookups built on it (the raw-id popup's list, the autocomplete view of a
+    field pointing at this model); a form field pointing at a tenant or at a tenant's rows offers (and accepts) only
+    the visible ones."""
 
     tenant_field = "tenant"
 
@@ -17,41 +46,77 @@ class TenantScopedAdmin(admin.ModelAdmin):
         return queryset.filter(**{f"{self.tenant_field}__in": tenants_visible_to(user=request.user)})
 
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
-        if db_field.name == "tenant":
+        related = db_field.related_model
+        if related is Tenant:
             kwargs["queryset"] = tenants_visible_to(user=request.user)
+        elif _has_tenant(related) and not request.user.is_superuser:
+            kwargs["queryset"] = related._default_manager.filter(tenant__in=tenants_visible_to(user=request.user))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
 
+def _has_tenant(model) -> bool:
+    try:
+        return model._meta.get_field("tenant").related_model is Tenant
+    except FieldDoesNotExist:
+        return False
+
+
 @admin.register(Tenant)
-class TenantAdmin(TenantScopedAdmin):
+class TenantAdmin(ServiceFormAdmin, TenantScopedAdmin):
     tenant_field = "pk"
     list_display = ["name", "is_active", "created_at"]
     search_fields = ["name"]
+    readonly_fields = ["created_at"]
     actions = ["issue_api_key"]
 
-    @admin.action(description="Issue a new API key (shown once)")
+    def get_fields(self, request, obj=None):
+        return ["name"] if obj is None else ["name", "is_active", "created_at"]
+
+    # Only superusers create tenants: staff see the tenants they are members of, and only superusers add members.
+    def has_add_permission(self, request):
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # it would take every row of the tenant, past every service and audit: switch it off instead
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            changes = {name: form.cleaned_data[name] for name in ("name", "is_active") if name in form.changed_data}
+            if changes:
+                take_saved(obj, tenant_update(tenant=obj, **changes))
+            return
+        tenant, issued = tenant_create(name=form.cleaned_data["name"])
+        take_saved(obj, tenant)
+        self._show_key(request, tenant, issued.key)
+
+    @admin.action(description="Issue a new API key (shown once)", permissions=["change"])
     def issue_api_key(self, request, queryset):
         for tenant in queryset:
             issued = api_key_create(tenant=tenant, name=f"admin:{request.user.get_username()}")
-            self.message_user(
-                request,
-                f"New API key for {tenant}: {issued.key} — copy it now, it is not shown again.",
-                messages.WARNING,
-            )
+            self._show_key(request, tenant, issued.key)
+
+    def _show_key(self, request, tenant, key):
+        self.message_user(
+            request, f"New API key for {tenant}: {key} — copy it now, it is not shown again.", messages.WARNING
+        )
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(TenantScopedAdmin):
+class ApiKeyAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
+    """Keys are issued from the tenant list (where the clear key can be shown once) and revoked here."""
+
     list_display = ["prefix", "tenant", "name", "created_at", "revoked_at"]
-    list_filter = ["tenant", "revoked_at"]
-    readonly_fields = ["tenant", "prefix", "key_hash", "created_at", "revoked_at"]
+    list_filter = [TenantListFilter, "revoked_at"]
     fields = ["tenant", "name", "prefix", "key_hash", "created_at", "revoked_at"]
     actions = ["revoke"]
 
     def has_add_permission(self, request):
-        return False  # keys are issued from the tenant list, where the clear key can be shown once
+        return False
 
-    @admin.action(description="Revoke selected keys")
+    def has_delete_permission(self, request, obj=None):
+        return False  # a key is revoked, and the record of it stays
+
+    @admin.action(description="Revoke selected keys", permissions=["change"])
     def revoke(self, request, queryset):
         for api_key in queryset:
             api_key_revoke(api_key=api_key)
@@ -59,17 +124,28 @@ class ApiKeyAdmin(TenantScopedAdmin):
 
 
 @admin.register(TenantMembership)
-class TenantMembershipAdmin(TenantScopedAdmin):
+class TenantMembershipAdmin(ServiceFormAdmin, TenantScopedAdmin):
     list_display = ["user", "tenant", "created_at"]
-    list_filter = ["tenant"]
+    list_filter = [TenantListFilter]
+    fields = ["tenant", "user"]
     autocomplete_fields = ["user"]
 
-    # Only superusers hand out (or take back) access to tenants.
+    # Only superusers hand out (or take back) access to tenants; a membership is given or taken back, never moved.
     def has_add_permission(self, request):
         return request.user.is_superuser
 
     def has_change_permission(self, request, obj=None):
-        return request.user.is_superuser
+        return False
 
     def has_delete_permission(self, request, obj=None):
         return request.user.is_superuser
+
+    def save_model(self, request, obj, form, change):
+        take_saved(obj, tenant_membership_add(tenant=obj.tenant, user=obj.user))
+
+    def delete_model(self, request, obj):
+        tenant_membership_remove(tenant=obj.tenant, user=obj.user)
+
+    def delete_queryset(self, request, queryset):
+        for membership in queryset.select_related("tenant", "user").order_by("pk"):
+            tenant_membership_remove(tenant=membership.tenant, user=membership.user)

@@ -31,6 +31,22 @@ def tenant_create(*, name: str) -> tuple[Tenant, IssuedKey]:
     return tenant, issued
 
 
+def tenant_update(*, tenant: Tenant, name: str | None = None, is_active: bool | None = None) -> Tenant:
+    """Rename a tenant, or switch it off (its API keys stop working) and on again."""
+    with transaction.atomic():
+        tenant = Tenant.objects.select_for_update().get(pk=tenant.pk)
+        if name is not None:
+            name = name.strip()
+            if Tenant.objects.filter(name=name).exclude(pk=tenant.pk).exists():
+                raise ApplicationError(f"A tenant named {name!r} already exists.", code="tenant_exists")
+            tenant.name = name
+        if is_active is not None:
+            tenant.is_active = is_active
+        tenant.full_clean()
+        tenant.save()
+    return tenant
+
+
 def api_key_create(*, tenant: Tenant, name: str = "") -> IssuedKey:
     key = api_key_generate()
     api_key = ApiKey(tenant=tenant, name=name, prefix=key[: len(KEY_PREFIX) + 8], key_hash=api_key_hash(key))
@@ -51,6 +67,11 @@ def tenant_membership_add(*, tenant: Tenant, user) -> TenantMembership:
     with transaction.atomic():
         membership, _ = TenantMembership.objects.get_or_create(tenant=tenant, user=user)
     return membership
+
+
+def tenant_membership_remove(*, tenant: Tenant, user) -> None:
+    with transaction.atomic():
+        TenantMembership.objects.filter(tenant=tenant, user=user).delete()
 
 
 @dataclass(frozen=True)

@@ -60,3 +60,15 @@ def test_the_retry_action_requeues_failed_episodes_through_the_service(staff_of_
     assert Episode.objects.get(pk=failed).extraction_status == "pending"
     assert Episode.objects.get(pk=done).extraction_status == "done"
     assert "Only a failed or stalled extraction can be retried" in response.content.decode()
+
+
+def test_an_episode_is_only_read_in_the_admin(staff_of_acme, post_episode):
+    episode_id = post_episode(conversation()).json()["id"]
+    before = Episode.objects.get(pk=episode_id)
+
+    changed = staff_of_acme.post(f"/admin/episodes/episode/{episode_id}/change/", {"summary": "rewritten"})
+    deleted = staff_of_acme.post(f"/admin/episodes/episode/{episode_id}/delete/", {"post": "yes"})
+
+    assert (changed.status_code, deleted.status_code) == (403, 403)
+    after = Episode.objects.get(pk=episode_id)
+    assert (after.summary, after.updated_at) == (before.summary, before.updated_at)

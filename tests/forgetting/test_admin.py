@@ -141,3 +141,15 @@ def test_a_policy_is_changed_in_the_admin_but_not_moved_to_another_tenant(staff_
     policy.refresh_from_db()
     assert (policy.tenant, policy.enabled, policy.max_unused_days, policy.min_usage_count) == (tenant, False, 12, 1)
     assert (policy.max_facts_per_user, policy.archive_retention_days, policy.exempt_categories) == (5, 3, ["profile"])
+
+
+def test_runs_are_not_deleted(staff_of_acme, tenant):
+    run = ForgetRun.objects.get(pk=forget_policy_apply(tenant=tenant).run_id)
+
+    single = staff_of_acme.post(f"/admin/forgetting/forgetrun/{run.pk}/delete/", {"post": "yes"})
+    staff_of_acme.post(
+        "/admin/forgetting/forgetrun/", {"action": "delete_selected", "_selected_action": [run.pk], "post": "yes"}
+    )
+
+    assert single.status_code == 403
+    assert ForgetRun.objects.filter(pk=run.pk).exists()

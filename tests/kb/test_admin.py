@@ -128,3 +128,15 @@ def test_chunks_are_read_only(staff_of_acme, from_file):
     assert page.status_code == 200
     assert 'name="text"' not in page.content.decode()
     assert KBChunk.objects.get(pk=chunk.pk).text == chunk.text
+
+
+def test_a_documents_page_only_shows_it(staff_of_acme, from_file):
+    document, _ = from_file
+
+    page = staff_of_acme.get(f"/admin/kb/document/{document.pk}/change/")
+    saved = staff_of_acme.post(f"/admin/kb/document/{document.pk}/change/", {})
+
+    assert page.status_code == 200
+    assert "guide.md" in page.content.decode()
+    assert saved.status_code == 403
+    assert Document.objects.get(pk=document.pk).updated_at == document.updated_at
