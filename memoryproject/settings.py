@@ -26,7 +26,7 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "review.apps.ReviewAdminConfig",  # django.contrib.admin with the review console's site
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -46,6 +46,7 @@ INSTALLED_APPS = [
     "forgetting",
     "retrieval",
     "privacy",
+    "review.apps.ReviewConfig",
 ]
 
 MIDDLEWARE = [

@@ -1,0 +1,316 @@
+"""Reads of the review console, scoped to the tenants the staff user is a member of: the queue of pending facts with
+what a reviewer needs to decide each in one look, the open conflicts side by side, one fact's story, the counts."""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db import connection
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+
+from episodes.models import Episode
+from facts.models import Fact, FactConflict, FactEvent
+from facts.selectors import facts_search
+from forgetting.models import ForgetRun
+from tenancy.models import Tenant
+from tenancy.selectors import tenants_visible_to
+
+QUEUE_PAGE = 25
+EXCERPT_AROUND = 2  # messages shown before and after the ones a fact came from
+NEIGHBOURS = 3
+WHY_FOUND_DEPTH = 50  # "why would this be found" ranks the fact among this many hits
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    """Messages of the episode a fact came from: its own messages highlighted, with a few around them."""
+
+    episode_id: int
+    session_id: str
+    messages: list[dict]  # {"index", "role", "content", "timestamp", "source": bool}
+    more_before: bool
+    more_after: bool
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    fact_id: int
+    content: str
+    similarity: float
+
+
+@dataclass
+class QueueItem:
+    fact: Fact
+    excerpt: Excerpt | None = None
+    neighbours: list[Neighbour] = field(default_factory=list)
+
+    @property
+    def proposal_lines(self) -> list[str]:
+        return proposal_lines(self.fact.proposal)
+
+
+def proposal_lines(proposal: dict | None) -> list[str]:
+    """What approving would do, in words: "would supersede #43 'Works as a nurse at Hospital La Paz'"."""
+    if not proposal:
+        return []
+    verbs = {"merge": "would merge into", "refine": "would refine (take the place of the wording of)",
+             "supersede": "would supersede"}  # fmt: skip
+    lines = [
+        f"{verbs[proposal['action']]} #{target['fact']} '{target['content']}' ({target['reason']}, certainty "
+        f"{target['certainty']:.2f})"
+        for target in proposal.get("targets", [])
+        if proposal["action"] in verbs
+    ]
+    lines += [
+        f"in conflict #{item['conflict']} with #{item['fact']} '{item['content']}' ({item['reason']})"
+        for item in proposal.get("conflicts", [])
+        if item.get("conflict")
+    ]
+    return lines
+
+
+def visible_tenants(*, user) -> QuerySet[Tenant]:
+    return tenants_visible_to(user=user).order_by("name")
+
+
+def review_queue(
+    *,
+    user,
+    tenant_id: int | None = None,
+    user_id: str = "",
+    source: str = "",
+    category: str = "",
+    page: int = 1,
+) -> tuple[list[QueueItem], int]:
+    """One page of pending facts, oldest first, each with its conversation excerpt and nearest active facts; and
+    how many are pending under these filters. A fixed number of queries however long the page is."""
+    pending = Fact.objects.filter(tenant__in=visible_tenants(user=user), status=Fact.Status.PENDING)
+    if tenant_id:
+        pending = pending.filter(tenant_id=tenant_id)
+    if user_id:
+        pending = pending.filter(user_id=user_id)
+    if source:
+        pending = pending.filter(source=source)
+    if category:
+        pending = pending.filter(category=category)
+    total = pending.count()
+    start = (max(page, 1) - 1) * QUEUE_PAGE
+    facts = list(
+        pending.select_related("tenant")
+        .defer("embedding", "search_text", "search_vector")
+        .order_by("created_at", "id")[start : start + QUEUE_PAGE]
+    )
+    items = [QueueItem(fact) for fact in facts]
+    excerpts = _excerpts(facts)
+    neighbours = _neighbours([fact.pk for fact in facts])
+    for item in items:
+        item.excerpt = excerpts.get(item.fact.pk)
+        item.neighbours = neighbours.get(item.fact.pk, [])
+    return items, total
+
+
+def _excerpts(facts: list[Fact]) -> dict[int, Excerpt]:
+    """The excerpt of every fact that came from an episode: the episodes are read once, with one query."""
+    episode_ids = {fact.source_episode_id for fact in facts if fact.source_episode_id}
+    episodes = Episode.objects.filter(pk__in=episode_ids).only("id", "session_id", "messages").in_bulk()
+    return {
+        fact.pk: excerpt_of(episodes[fact.source_episode_id], fact.source_messages)
+        for fact in facts
+        if fact.source_episode_id in episodes
+    }
+
+
+def excerpt_of(episode: Episode, sources: list[int]) -> Excerpt:
+    messages = episode.messages
+    if sources:
+        first, last = max(min(sources) - EXCERPT_AROUND, 0), min(max(sources) + EXCERPT_AROUND, len(messages) - 1)
+    else:  # extracted before provenance was kept: the end of the conversation
+        first, last = max(len(messages) - 1 - 2 * EXCERPT_AROUND, 0), len(messages) - 1
+    shown = [{**messages[index], "index": index, "source": index in sources} for index in range(first, last + 1)]
+    return Excerpt(episode.pk, episode.session_id, shown, first > 0, last < len(messages) - 1)
+
+
+# The user's nearest active, current facts for each fact of a page: one statement (a LATERAL exact scan per fact
+# through the (tenant, user_id, status) index), instead of a search per fact.
+_NEIGHBOURS_SQL = """
+SELECT p.id, n.id, n.content, (1 - (n.embedding <=> p.embedding))::float8
+FROM facts_fact p
+CROSS JOIN LATERAL (
+    SELECT id, content, embedding
+    FROM facts_fact n
+    WHERE n.tenant_id = p.tenant_id AND n.user_id = p.user_id AND n.status = 'active' AND n.valid_to IS NULL
+      AND n.embedding_model = p.embedding_model AND n.id <> p.id AND n.embedding IS NOT NULL
+    ORDER BY n.embedding <=> p.embedding
+    LIMIT %(limit)s
+) n
+WHERE p.id = ANY(%(ids)s) AND p.embedding IS NOT NULL
+ORDER BY p.id, 4 DESC
+"""
+
+
+def _neighbours(fact_ids: list[int]) -> dict[int, list[Neighbour]]:
+    if not fact_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_NEIGHBOURS_SQL, {"ids": fact_ids, "limit": NEIGHBOURS})
+        rows = cursor.fetchall()
+    found: dict[int, list[Neighbour]] = {}
+    for fact_id, neighbour_id, content, similarity in rows:
+        found.setdefault(fact_id, []).append(Neighbour(neighbour_id, content, round(similarity, 3)))
+    return found
+
+
+@dataclass
+class ConflictItem:
+    conflict: FactConflict
+    existing_excerpt: Excerpt | None = None
+    new_excerpt: Excerpt | None = None
+
+    @property
+    def sides(self) -> list[tuple[str, Fact, Excerpt | None]]:
+        return [
+            ("existing", self.conflict.existing_fact, self.existing_excerpt),
+            ("new", self.conflict.new_fact, self.new_excerpt),
+        ]
+
+
+def review_conflicts(*, user, tenant_id: int | None = None, user_id: str = "") -> list[ConflictItem]:
+    """Open conflicts, oldest first, both facts with their provenance: a fixed number of queries."""
+    conflicts = FactConflict.objects.filter(
+        tenant__in=visible_tenants(user=user), status=FactConflict.Status.OPEN
+    ).select_related("tenant", "existing_fact", "new_fact")
+    if tenant_id:
+        conflicts = conflicts.filter(tenant_id=tenant_id)
+    if user_id:
+        conflicts = conflicts.filter(user_id=user_id)
+    conflicts = list(conflicts.defer("existing_fact__embedding", "new_fact__embedding").order_by("created_at", "id"))
+    excerpts = _excerpts([fact for conflict in conflicts for fact in (conflict.existing_fact, conflict.new_fact)])
+    return [
+        ConflictItem(conflict, excerpts.get(conflict.existing_fact_id), excerpts.get(conflict.new_fact_id))
+        for conflict in conflicts
+    ]
+
+
+@dataclass(frozen=True)
+class WhyFound:
+    query: str
+    rank: int | None  # 1-based among the first WHY_FOUND_DEPTH hits; None when not among them
+    score: float = 0.0
+    vector: float = 0.0
+    keyword: float = 0.0
+    decay: float = 1.0
+    top: list = field(default_factory=list)  # the hits ranked above it (ScoredFact), for comparison
+
+
+@dataclass(frozen=True)
+class EventLine:
+    """One event of a fact's history, with the fields it changed: (name, before, after)."""
+
+    event: FactEvent
+    changes: list[tuple[str, object, object]]
+
+
+def event_line(event: FactEvent) -> EventLine:
+    before, after = event.before or {}, event.after or {}
+    names = [name for name in dict.fromkeys([*after, *before]) if before.get(name) != after.get(name)]
+    return EventLine(event, [(name, before.get(name), after.get(name)) for name in names])
+
+
+@dataclass
+class FactStory:
+    fact: Fact
+    events: list[EventLine]
+    supersedes: list[Fact]  # facts it retired or took in
+    superseded_by: list[Fact]  # the chain of facts that replaced it, nearest first
+    excerpt: Excerpt | None
+    conflicts: list[FactConflict]
+    why: WhyFound | None = None
+
+
+def review_fact(*, user, fact_id: int, query: str = "") -> FactStory | None:
+    """One fact of a visible tenant with its whole story (None for any other fact): events newest first with
+    before/after, what it superseded and what superseded it, its conversation, its conflicts, and where a query
+    would rank it."""
+    fact = (
+        Fact.objects.filter(tenant__in=visible_tenants(user=user), pk=fact_id)
+        .select_related("tenant", "source_episode", "superseded_by")
+        .defer("source_episode__messages")
+        .first()
+    )
+    if fact is None:
+        return None
+    events = [
+        event_line(event)
+        for event in FactEvent.objects.filter(tenant=fact.tenant, fact_id=fact.pk).order_by("-created_at", "-id")
+    ]
+    supersedes = list(Fact.objects.filter(tenant=fact.tenant, superseded_by=fact).order_by("id"))
+    chain, seen, cursor = [], {fact.pk}, fact.superseded_by
+    while cursor is not None and cursor.pk not in seen and len(chain) < 20:
+        chain.append(cursor)
+        seen.add(cursor.pk)
+        cursor = cursor.superseded_by
+    excerpt = _excerpts([fact]).get(fact.pk)
+    conflicts = list(
+        FactConflict.objects.filter(tenant=fact.tenant)
+        .filter(Q(existing_fact=fact) | Q(new_fact=fact))
+        .select_related("existing_fact", "new_fact")
+        .order_by("-created_at")
+    )
+    story = FactStory(fact, events, supersedes, chain, excerpt, conflicts)
+    if query.strip():
+        story.why = _why_found(fact, query.strip())
+    return story
+
+
+def _why_found(fact: Fact, query: str) -> WhyFound:
+    hits = facts_search(
+        tenant=fact.tenant,
+        user_id=fact.user_id,
+        query=query,
+        limit=WHY_FOUND_DEPTH,
+        include_pending=True,
+        mmr_lambda=1.0,  # the plain ranking: diversity re-ranking would move the fact for reasons of its peers
+    )
+    for rank, hit in enumerate(hits, start=1):
+        if hit.fact.pk == fact.pk:
+            return WhyFound(query, rank, hit.score, hit.vector, hit.keyword, hit.decay, hits[: rank - 1][:5])
+    return WhyFound(query, None, top=hits[:5])
+
+
+@dataclass(frozen=True)
+class TenantCounts:
+    tenant: Tenant
+    pending_facts: int
+    open_conflicts: int
+    failed_extractions: int
+    last_forget_run: datetime | None
+    last_forget_status: str
+
+
+def review_counts(*, user) -> list[TenantCounts]:
+    """Per visible tenant, what waits for a person: one query for all tenants."""
+
+    def count(queryset) -> Subquery:
+        return Subquery(
+            queryset.filter(tenant=OuterRef("pk")).order_by().values("tenant").annotate(n=Count("pk")).values("n")
+        )
+
+    runs = ForgetRun.objects.filter(tenant=OuterRef("pk"), dry_run=False).order_by("-started_at", "-id")
+    tenants = visible_tenants(user=user).annotate(
+        pending_facts=count(Fact.objects.filter(status=Fact.Status.PENDING)),
+        open_conflicts=count(FactConflict.objects.filter(status=FactConflict.Status.OPEN)),
+        failed_extractions=count(Episode.objects.filter(extraction_status=Episode.ExtractionStatus.FAILED)),
+        last_forget_run=Subquery(runs.values("started_at")[:1]),
+        last_forget_status=Subquery(runs.values("status")[:1]),
+    )
+    return [
+        TenantCounts(
+            tenant,
+            tenant.pending_facts or 0,
+            tenant.open_conflicts or 0,
+            tenant.failed_extractions or 0,
+            tenant.last_forget_run,
+            tenant.last_forget_status or "",
+        )
+        for tenant in tenants
+    ]
