@@ -80,9 +80,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason=reason))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser():
-    """One headless Chromium for the session."""
+    """One headless Chromium for all the tests under tests/browser; it quits after the last of them, so it does not
+    idle through the rest of the suite."""
     os.environ["SE_OFFLINE"] = "true"  # Selenium Manager must never reach for the network
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
