@@ -174,8 +174,11 @@ class ConflictItem:
         ]
 
 
-def review_conflicts(*, user, tenant_id: int | None = None, user_id: str = "") -> list[ConflictItem]:
-    """Open conflicts, oldest first, both facts with their provenance: a fixed number of queries."""
+def review_conflicts(
+    *, user, tenant_id: int | None = None, user_id: str = "", page: int = 1
+) -> tuple[list[ConflictItem], int]:
+    """One page of open conflicts, oldest first, both facts with their provenance, and how many are open under
+    these filters: a fixed number of queries."""
     conflicts = FactConflict.objects.filter(
         tenant__in=visible_tenants(user=user), status=FactConflict.Status.OPEN
     ).select_related("tenant", "existing_fact", "new_fact")
@@ -183,12 +186,19 @@ def review_conflicts(*, user, tenant_id: int | None = None, user_id: str = "") -
         conflicts = conflicts.filter(tenant_id=tenant_id)
     if user_id:
         conflicts = conflicts.filter(user_id=user_id)
-    conflicts = list(conflicts.defer("existing_fact__embedding", "new_fact__embedding").order_by("created_at", "id"))
+    total = conflicts.count()
+    start = (max(page, 1) - 1) * QUEUE_PAGE
+    conflicts = list(
+        conflicts.defer(
+            "existing_fact__embedding", "new_fact__embedding", "existing_fact__search_text", "new_fact__search_text"
+        ).order_by("created_at", "id")[start : start + QUEUE_PAGE]
+    )
     excerpts = _excerpts([fact for conflict in conflicts for fact in (conflict.existing_fact, conflict.new_fact)])
-    return [
+    items = [
         ConflictItem(conflict, excerpts.get(conflict.existing_fact_id), excerpts.get(conflict.new_fact_id))
         for conflict in conflicts
     ]
+    return items, total
 
 
 @dataclass(frozen=True)

@@ -97,11 +97,15 @@ def _answer(request, body: dict, status: int = 200):
 def conflicts(request, site):
     _require(request, "facts.view_factconflict")
     filters = _filters(request, keys=("tenant_id", "user_id"))
+    page = _page_number(request)
+    items, total = selectors.review_conflicts(user=request.user, page=page, **filters)
     context = {
         **site.each_context(request),
         "title": "Open conflicts",
         "subtitle": None,
-        "items": selectors.review_conflicts(user=request.user, **filters),
+        "items": items,
+        "total": total,
+        "page": Paginator(range(total), selectors.QUEUE_PAGE).get_page(page),
         "filters": filters,
         "tenants": selectors.visible_tenants(user=request.user),
         "can_decide": request.user.has_perm("facts.change_factconflict"),
