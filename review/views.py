@@ -73,7 +73,12 @@ def decide(request, site):
                 fact_update(tenant=fact.tenant, fact_id=fact.pk, actor=actor, content=request.POST.get("content", ""))
             service = fact_reject if decision == "reject" else fact_approve
             decided = service(tenant=fact.tenant, fact_id=fact.pk, actor=actor)
-            results[fact_id] = {"ok": True, "status": decided.status, "superseded_by": decided.superseded_by_id}
+            results[fact_id] = {
+                "ok": True,
+                "status": decided.status,
+                "superseded_by": decided.superseded_by_id,
+                "content": decided.content,
+            }
         except ApplicationError as exc:
             results[fact_id] = {"ok": False, "error": exc.message, "code": exc.code}
         except ValidationError as exc:
@@ -122,12 +127,14 @@ def resolve(request, site, conflict_id: int):
     if conflict is None:
         raise Http404("No such conflict.")
     resolution = request.POST.get("resolution", "")
+    # The form holds the merge's textarea whichever button was pressed: its text counts for a merge only.
+    content = request.POST.get("content") if resolution == FactConflict.Resolution.MERGE else None
     try:
         conflict_resolve(
             tenant=conflict.tenant,
             conflict_id=conflict.pk,
             resolution=resolution,
-            content=request.POST.get("content") or None,
+            content=content or None,
             actor=staff_actor(request),
         )
         result = {"ok": True, "resolution": resolution}

@@ -20,8 +20,18 @@
   function currentItem() {
     const all = items();
     const focused = document.activeElement && document.activeElement.closest(".review-item");
-    if (focused) current = all.indexOf(focused);
+    if (focused) current = all.indexOf(focused);  // the item a click focused, or holding the focused control
     return all[current];
+  }
+
+  function move(step) {
+    const item = currentItem();
+    focus(item ? items().indexOf(item) + step : 0);
+  }
+
+  // Keys typed into these are text, not shortcuts; a checkbox or a button still lets the keys through.
+  function typing(target) {
+    return target.isContentEditable || target.matches("textarea, select, input:not([type=checkbox]):not([type=radio])");
   }
 
   function csrfToken(form) {
@@ -29,7 +39,8 @@
   }
 
   async function decide(item, decision) {
-    if (!item || !canDecide || item.classList.contains("review-done")) return;
+    if (!item || !canDecide || item.classList.contains("review-done") || item.dataset.busy) return;
+    item.dataset.busy = "1";  // one decision at a time: a second key press would post it twice
     const form = item.querySelector("form.review-decision");
     const data = new FormData(form);
     data.set("decision", decision);
@@ -47,6 +58,9 @@
         result.textContent = decision === "reject" ? "rejected" : "approved";
         item.classList.add("review-done");
         item.querySelector(".review-editor").hidden = true;
+        if (outcome.content) item.querySelector(".review-content").textContent = outcome.content;  // as saved
+        const box = item.querySelector(".review-select");
+        if (box) { box.checked = false; box.disabled = true; countSelected(); }  // decided: out of bulk decisions
         const total = document.getElementById("review-total");
         total.textContent = Math.max(0, parseInt(total.textContent, 10) - 1);
         focus(items().indexOf(item) + 1);
@@ -57,6 +71,8 @@
     } catch (error) {
       result.textContent = "failed: " + error;
       result.classList.add("review-error");
+    } finally {
+      delete item.dataset.busy;
     }
   }
 
@@ -71,7 +87,7 @@
 
   function toggleSelect(item) {
     const box = item && item.querySelector(".review-select");
-    if (!box) return;
+    if (!box || box.disabled) return;
     box.checked = !box.checked;
     countSelected();
   }
@@ -84,7 +100,7 @@
   queue.addEventListener("change", (event) => { if (event.target.matches(".review-select")) countSelected(); });
   queue.addEventListener("click", (event) => {
     const item = event.target.closest(".review-item");
-    if (event.target.matches(".review-edit")) { edit(item); return; }
+    if (event.target.closest(".review-edit")) { edit(item); return; }  // the button, or the <kbd> inside it
     const button = event.target.closest("button[name=decision]");
     if (button && item && button.closest("form.review-decision")) {
       event.preventDefault();
@@ -102,12 +118,13 @@
     }
     if (event.key === "Escape") {
       help.hidden = true;
-      if (event.target.matches("textarea")) { event.target.closest(".review-editor").hidden = true; focus(current); }
+      const editor = event.target.closest(".review-editor");
+      if (editor) { editor.hidden = true; focus(items().indexOf(editor.closest(".review-item"))); }
       return;
     }
-    if (event.target.matches("input, textarea, select")) return;  // typing, not deciding
+    if (typing(event.target)) return;  // typing, not deciding
     const actions = {
-      j: () => focus(current + 1), k: () => focus(current - 1),
+      j: () => move(1), k: () => move(-1),
       a: () => decide(currentItem(), "approve"), r: () => decide(currentItem(), "reject"),
       e: () => edit(currentItem()), x: () => toggleSelect(currentItem()),
       "?": () => { help.hidden = !help.hidden; },
