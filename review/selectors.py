@@ -50,19 +50,21 @@ class QueueItem:
 
 
 def proposal_lines(proposal: dict | None) -> list[str]:
-    """What approving would do, in words: "would supersede #43 'Works as a nurse at Hospital La Paz'"."""
+    """What approving would do, in sentences: "Approving would supersede #43 'Works as a nurse at Hospital La Paz'
+    (...)", and the conflicts that must be resolved first."""
     if not proposal:
         return []
-    verbs = {"merge": "would merge into", "refine": "would refine (take the place of the wording of)",
+    verbs = {"merge": "would merge it into", "refine": "would put its wording in place of",
              "supersede": "would supersede"}  # fmt: skip
     lines = [
-        f"{verbs[proposal['action']]} #{target['fact']} '{target['content']}' ({target['reason']}, certainty "
-        f"{target['certainty']:.2f})"
+        f"Approving {verbs[proposal['action']]} #{target['fact']} '{target['content']}' ({target['reason']}, "
+        f"certainty {target['certainty']:.2f})"
         for target in proposal.get("targets", [])
         if proposal["action"] in verbs
     ]
     lines += [
-        f"in conflict #{item['conflict']} with #{item['fact']} '{item['content']}' ({item['reason']})"
+        f"In conflict #{item['conflict']} with #{item['fact']} '{item['content']}' ({item['reason']}): resolve the "
+        "conflict to decide it"
         for item in proposal.get("conflicts", [])
         if item.get("conflict")
     ]

@@ -62,7 +62,9 @@
         const box = item.querySelector(".review-select");
         if (box) { box.checked = false; box.disabled = true; countSelected(); }  // decided: out of bulk decisions
         const total = document.getElementById("review-total");
-        total.textContent = Math.max(0, parseInt(total.textContent, 10) - 1);
+        const left = Math.max(0, parseInt(total.textContent, 10) - 1);
+        total.textContent = left;
+        document.getElementById("review-total-noun").textContent = left === 1 ? "pending fact" : "pending facts";
         focus(items().indexOf(item) + 1);
       } else {
         result.textContent = (outcome && outcome.error) || "failed";
