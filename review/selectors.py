@@ -87,21 +87,10 @@ def review_queue(
     """One page of pending facts, oldest first, each with its conversation excerpt and nearest active facts; and
     how many are pending under these filters. A fixed number of queries however long the page is."""
     pending = Fact.objects.filter(tenant__in=visible_tenants(user=user), status=Fact.Status.PENDING)
-    if tenant_id:
-        pending = pending.filter(tenant_id=tenant_id)
-    if user_id:
-        pending = pending.filter(user_id=user_id)
-    if source:
-        pending = pending.filter(source=source)
-    if category:
-        pending = pending.filter(category=category)
+    pending = _filtered(pending, tenant_id=tenant_id, user_id=user_id, source=source, category=category)
     total = pending.count()
-    start = (max(page, 1) - 1) * QUEUE_PAGE
-    facts = list(
-        pending.select_related("tenant")
-        .defer("embedding", "search_text", "search_vector")
-        .order_by("created_at", "id")[start : start + QUEUE_PAGE]
-    )
+    ordered = pending.select_related("tenant").defer("embedding", "search_text", "search_vector")
+    facts = _page(ordered, page)
     items = [QueueItem(fact) for fact in facts]
     excerpts = _excerpts(facts)
     neighbours = _neighbours([fact.pk for fact in facts])
@@ -109,6 +98,17 @@ def review_queue(
         item.excerpt = excerpts.get(item.fact.pk)
         item.neighbours = neighbours.get(item.fact.pk, [])
     return items, total
+
+
+def _filtered(queryset: QuerySet, **filters) -> QuerySet:
+    """The queryset narrowed by the filters that are set (tenant_id, user_id, source, category)."""
+    return queryset.filter(**{name: value for name, value in filters.items() if value})
+
+
+def _page(queryset: QuerySet, page: int) -> list:
+    """One page of QUEUE_PAGE rows, oldest first."""
+    start = (max(page, 1) - 1) * QUEUE_PAGE
+    return list(queryset.order_by("created_at", "id")[start : start + QUEUE_PAGE])
 
 
 def _excerpts(facts: list[Fact]) -> dict[int, Excerpt]:
@@ -184,17 +184,10 @@ def review_conflicts(
     conflicts = FactConflict.objects.filter(
         tenant__in=visible_tenants(user=user), status=FactConflict.Status.OPEN
     ).select_related("tenant", "existing_fact", "new_fact")
-    if tenant_id:
-        conflicts = conflicts.filter(tenant_id=tenant_id)
-    if user_id:
-        conflicts = conflicts.filter(user_id=user_id)
+    conflicts = _filtered(conflicts, tenant_id=tenant_id, user_id=user_id)
     total = conflicts.count()
-    start = (max(page, 1) - 1) * QUEUE_PAGE
-    conflicts = list(
-        conflicts.defer(
-            "existing_fact__embedding", "new_fact__embedding", "existing_fact__search_text", "new_fact__search_text"
-        ).order_by("created_at", "id")[start : start + QUEUE_PAGE]
-    )
+    heavy = ("existing_fact__embedding", "new_fact__embedding", "existing_fact__search_text", "new_fact__search_text")
+    conflicts = _page(conflicts.defer(*heavy), page)
     excerpts = _excerpts([fact for conflict in conflicts for fact in (conflict.existing_fact, conflict.new_fact)])
     items = [
         ConflictItem(conflict, excerpts.get(conflict.existing_fact_id), excerpts.get(conflict.new_fact_id))
