@@ -4,6 +4,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from .timestamps import RANGE_MESSAGE, in_range
 from .validation import DOC_ID_MESSAGE, DOC_ID_PATTERN, IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN
 
 
@@ -36,3 +37,15 @@ class CommaSeparatedChoicesField(serializers.Field):
 
     def to_representation(self, value):
         return ",".join(value)
+
+
+class TimestampField(serializers.DateTimeField):
+    """An input moment (ISO 8601) within core.timestamps' range: year 0001 or 9999 would overflow date arithmetic."""
+
+    default_error_messages = {"overflow": RANGE_MESSAGE}  # DRF's own words for a moment it cannot convert to UTC
+
+    def to_internal_value(self, value):
+        moment = super().to_internal_value(value)
+        if not in_range(moment):
+            raise serializers.ValidationError(RANGE_MESSAGE)
+        return moment

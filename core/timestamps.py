@@ -6,6 +6,11 @@ from django.core.exceptions import ValidationError
 from django.utils.dateparse import parse_datetime
 
 TIMESTAMP_MESSAGE = "Must be an ISO 8601 date and time, e.g. 2024-05-01T14:30:00Z."
+# The moments a caller may name: far enough inside datetime's years 1-9999 that the service's own arithmetic
+# (retention windows, validity, decay) cannot step outside them.
+EARLIEST = datetime(1000, 1, 1, tzinfo=UTC)
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+RANGE_MESSAGE = "Must be between the years 1000 and 9000."
 
 
 def parse_timestamp(value, *, field: str) -> datetime | None:
@@ -21,7 +26,15 @@ def parse_timestamp(value, *, field: str) -> datetime | None:
             parsed = None
     if parsed is None:
         raise ValidationError({field: TIMESTAMP_MESSAGE})
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+    parsed = parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed
+    if not in_range(parsed):
+        raise ValidationError({field: RANGE_MESSAGE})
+    return parsed
+
+
+def in_range(moment: datetime) -> bool:
+    """Is an aware `moment` between EARLIEST and LATEST (compared without converting, which could overflow)?"""
+    return EARLIEST <= moment <= LATEST
 
 
 def timestamp_text(value: datetime) -> str:

@@ -1,6 +1,7 @@
 """The identifiers callers choose (user, session, agent and document ids): what they may look like."""
 
 import re
+import unicodedata
 
 from django.core.exceptions import ValidationError
 
@@ -20,3 +21,19 @@ def validate_identifier(value, *, field: str) -> str:
 
 def validate_user_id(user_id) -> str:
     return validate_identifier(user_id, field="user_id")
+
+
+# Categories that draw nothing: controls, format characters (zero-width space and joiners, BOM), separators,
+# unassigned and private-use code points.
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zs", "Zl", "Zp"})
+VISIBLE_TEXT_MESSAGE = "Must contain visible characters."
+
+
+def has_visible_text(text: str) -> bool:
+    return any(unicodedata.category(char) not in _INVISIBLE_CATEGORIES for char in text)
+
+
+def validate_visible_text(text: str) -> None:
+    """For serializer fields: text of only spaces and zero-width characters says nothing."""
+    if not has_visible_text(text):
+        raise ValidationError(VISIBLE_TEXT_MESSAGE)

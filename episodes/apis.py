@@ -3,10 +3,11 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from core.api_fields import CommaSeparatedChoicesField, IdentifierField
-from core.pagination import paginated_response
+from core.api_fields import CommaSeparatedChoicesField, IdentifierField, TimestampField
+from core.apis import ApiView, BodySerializer, PageQuerySerializer
+from core.pagination import page_schema, paginated_response
+from core.validation import validate_visible_text
 from facts.apis import FactOutputSerializer
 from tenancy.authentication import request_tenant
 
@@ -15,13 +16,13 @@ from .messages import ROLES
 from .models import Episode
 
 
-class MessageSerializer(serializers.Serializer):
+class MessageSerializer(BodySerializer):
     class Meta:
         ref_name = "EpisodeMessage"  # a unique schema component name
 
     role = serializers.ChoiceField(ROLES)
     content = serializers.CharField(trim_whitespace=False)
-    timestamp = serializers.DateTimeField(required=False, allow_null=True)
+    timestamp = TimestampField(required=False, allow_null=True)
 
 
 class EpisodeListOutputSerializer(serializers.ModelSerializer):
@@ -51,14 +52,14 @@ class EpisodeOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class EpisodeListCreateApi(APIView):
-    class FilterSerializer(serializers.Serializer):
+class EpisodeListCreateApi(ApiView):
+    class FilterSerializer(PageQuerySerializer):
         user_id = IdentifierField()
         session_id = IdentifierField(required=False)
         agent_id = serializers.CharField(required=False, max_length=255)
         status = CommaSeparatedChoicesField(Episode.ExtractionStatus.values, required=False)
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "EpisodeStoreInput"  # a unique schema component name
 
@@ -80,7 +81,9 @@ class EpisodeListCreateApi(APIView):
         message_count = serializers.IntegerField(source="episode.message_count")
 
     @extend_schema(
-        parameters=[FilterSerializer], responses=EpisodeListOutputSerializer(many=True), operation_id="episodes_list"
+        parameters=[FilterSerializer],
+        responses=page_schema(EpisodeListOutputSerializer, "Episode"),
+        operation_id="episodes_list",
     )
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
@@ -116,14 +119,16 @@ class EpisodeListCreateApi(APIView):
         return Response(self.OutputSerializer(result).data, status=status.HTTP_202_ACCEPTED)
 
 
-class EpisodeDetailApi(APIView):
+class EpisodeDetailApi(ApiView):
     @extend_schema(responses=EpisodeOutputSerializer, operation_id="episodes_get")
     def get(self, request, episode_id: int):
         episode = selectors.episode_get(tenant=request_tenant(request), episode_id=episode_id)
         return Response(EpisodeOutputSerializer(episode).data)
 
 
-class EpisodeRetryApi(APIView):
+class EpisodeRetryApi(ApiView):
+    takes_body = False
+
     @extend_schema(request=None, responses={202: EpisodeListOutputSerializer}, operation_id="episodes_retry")
     def post(self, request, episode_id: int):
         """Queue the extraction of a failed (or stalled) episode again, with a fresh budget of attempts."""
@@ -147,13 +152,13 @@ class ScoredEpisodeOutputSerializer(serializers.Serializer):
         return {"vector": hit.vector, "keyword": hit.keyword, "final": hit.score}
 
 
-class EpisodeSearchApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class EpisodeSearchApi(ApiView):
+    class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "EpisodeSearchInput"  # a unique schema component name
 
         user_id = IdentifierField()
-        query = serializers.CharField(max_length=4000)
+        query = serializers.CharField(max_length=4000, validators=[validate_visible_text])
         limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
         session_id = IdentifierField(required=False)
         agent_id = serializers.CharField(required=False, max_length=255)

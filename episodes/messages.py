@@ -12,7 +12,7 @@ ROLES = ("user", "assistant", "system", "tool")
 
 
 def too_large(message: str, field: str) -> ApplicationError:
-    return ApplicationError(message, code="too_large", status_code=413, details={field: [message]})
+    return ApplicationError(message, code="payload_too_large", status_code=413, details={field: [message]})
 
 
 def clean_messages(messages) -> list[dict]:

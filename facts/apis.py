@@ -4,10 +4,11 @@ from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from core.api_fields import CommaSeparatedChoicesField, IdentifierField
-from core.pagination import paginated_response
+from core.api_fields import CommaSeparatedChoicesField, IdentifierField, TimestampField
+from core.apis import ApiView, BodySerializer, PageQuerySerializer
+from core.pagination import page_schema, paginated_response
+from core.validation import validate_visible_text
 from tenancy.authentication import request_actor, request_tenant
 
 from . import selectors, services
@@ -43,8 +44,8 @@ class ConflictOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class FactListCreateApi(APIView):
-    class FilterSerializer(serializers.Serializer):
+class FactListCreateApi(ApiView):
+    class FilterSerializer(PageQuerySerializer):
         user_id = IdentifierField()
         status = CommaSeparatedChoicesField(Fact.Status.values, required=False)
         category = CommaSeparatedChoicesField(Fact.Category.values, required=False)
@@ -53,13 +54,13 @@ class FactListCreateApi(APIView):
         agent_id = serializers.CharField(required=False, max_length=255)
         validity = serializers.ChoiceField(["current", "superseded", "all"], default="current")
 
-    class InputSerializer(serializers.Serializer):
+    class InputSerializer(BodySerializer):
         user_id = IdentifierField()
         content = serializers.CharField()
         category = serializers.ChoiceField(Fact.Category.values, default=Fact.Category.OTHER)
         confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
         pinned = serializers.BooleanField(default=False)
-        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+        occurred_at = TimestampField(required=False, allow_null=True)
         metadata = serializers.DictField(required=False)
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
 
@@ -73,7 +74,9 @@ class FactListCreateApi(APIView):
         superseded_ids = serializers.ListField(child=serializers.IntegerField())
         conflict_ids = serializers.ListField(child=serializers.IntegerField())
 
-    @extend_schema(parameters=[FilterSerializer], responses=FactOutputSerializer(many=True), operation_id="facts_list")
+    @extend_schema(
+        parameters=[FilterSerializer], responses=page_schema(FactOutputSerializer, "Fact"), operation_id="facts_list"
+    )
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
@@ -106,13 +109,13 @@ class FactListCreateApi(APIView):
         return Response(self.OutputSerializer(result).data, status=code)
 
 
-class FactDetailApi(APIView):
-    class UpdateSerializer(serializers.Serializer):
+class FactDetailApi(ApiView):
+    class UpdateSerializer(BodySerializer):
         content = serializers.CharField(required=False)
         category = serializers.ChoiceField(Fact.Category.values, required=False)
         confidence = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
         pinned = serializers.BooleanField(required=False)
-        occurred_at = serializers.DateTimeField(required=False, allow_null=True)
+        occurred_at = TimestampField(required=False, allow_null=True)
         metadata = serializers.DictField(required=False)
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
 
@@ -136,7 +139,7 @@ class FactDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class FactHistoryApi(APIView):
+class FactHistoryApi(ApiView):
     @extend_schema(responses=FactEventOutputSerializer(many=True), operation_id="facts_history")
     def get(self, request, fact_id: int):
         events = selectors.fact_events(tenant=request_tenant(request), fact_id=fact_id)
@@ -145,21 +148,27 @@ class FactHistoryApi(APIView):
         return Response(FactEventOutputSerializer(events, many=True).data)
 
 
-class FactApproveApi(APIView):
+class FactApproveApi(ApiView):
+    takes_body = False
+
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_approve")
     def post(self, request, fact_id: int):
         fact = services.fact_approve(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
-class FactRejectApi(APIView):
+class FactRejectApi(ApiView):
+    takes_body = False
+
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_reject")
     def post(self, request, fact_id: int):
         fact = services.fact_reject(tenant=request_tenant(request), fact_id=fact_id, actor=request_actor(request))
         return Response(FactOutputSerializer(fact).data)
 
 
-class FactSupersessionUndoApi(APIView):
+class FactSupersessionUndoApi(ApiView):
+    takes_body = False
+
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_undo_supersession")
     def post(self, request, fact_id: int):
         """The fact was superseded wrongly: make it current again and reject the fact that superseded it."""
@@ -169,7 +178,9 @@ class FactSupersessionUndoApi(APIView):
         return Response(FactOutputSerializer(fact).data)
 
 
-class FactRestoreApi(APIView):
+class FactRestoreApi(ApiView):
+    takes_body = False
+
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_restore")
     def post(self, request, fact_id: int):
         """Bring an archived fact back (until it is purged) with the status it had before."""
@@ -177,7 +188,7 @@ class FactRestoreApi(APIView):
         return Response(FactOutputSerializer(fact).data)
 
 
-class FactImportItemSerializer(serializers.Serializer):
+class FactImportItemSerializer(BodySerializer):
     """The shape of one fact, for the schema: facts_import checks the items itself, once, in a tenth of
     the time a serializer takes (1,000 items per request)."""
 
@@ -187,18 +198,18 @@ class FactImportItemSerializer(serializers.Serializer):
     confidence = serializers.FloatField(min_value=0.0, max_value=1.0, default=1.0)
     status = serializers.ChoiceField(services.IMPORT_STATUSES, default=Fact.Status.ACTIVE)
     pinned = serializers.BooleanField(default=False)
-    occurred_at = serializers.DateTimeField(required=False, allow_null=True)
-    valid_from = serializers.DateTimeField(required=False, allow_null=True)
+    occurred_at = TimestampField(required=False, allow_null=True)
+    valid_from = TimestampField(required=False, allow_null=True)
     metadata = serializers.DictField(required=False)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
 
 
-class FactImportApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class FactImportApi(ApiView):
+    class InputSerializer(BodySerializer):
         # The most per request is FACTS_IMPORT_MAX_BATCH, checked by the service with the items.
         facts = serializers.ListField(child=serializers.DictField(), min_length=1)
 
-    class SchemaInputSerializer(serializers.Serializer):
+    class SchemaInputSerializer(BodySerializer):
         class Meta:
             ref_name = "FactImportInput"
 
@@ -222,23 +233,25 @@ class FactImportApi(APIView):
         return Response({"imported": len(facts), "ids": [fact.pk for fact in facts]}, status=status.HTTP_201_CREATED)
 
 
-class ConflictListApi(APIView):
-    class FilterSerializer(serializers.Serializer):
+class ConflictListApi(ApiView):
+    class FilterSerializer(PageQuerySerializer):
         user_id = IdentifierField(required=False)
         status = serializers.ChoiceField(FactConflict.Status.values, required=False)
 
     @extend_schema(
-        parameters=[FilterSerializer], responses=ConflictOutputSerializer(many=True), operation_id="conflicts_list"
+        parameters=[FilterSerializer],
+        responses=page_schema(ConflictOutputSerializer, "Conflict"),
+        operation_id="conflicts_list",
     )
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        conflicts = selectors.conflicts_list(tenant=request_tenant(request), **filters.validated_data)
+        conflicts = selectors.conflicts_list(tenant=request_tenant(request), **filters.filter_values)
         return paginated_response(request, self, conflicts, ConflictOutputSerializer)
 
 
-class ConflictResolveApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class ConflictResolveApi(ApiView):
+    class InputSerializer(BodySerializer):
         resolution = serializers.ChoiceField(FactConflict.Resolution.values)
         content = serializers.CharField(required=False, help_text="With merge: the one text that replaces both.")
 
@@ -262,22 +275,22 @@ class ScoredFactOutputSerializer(serializers.Serializer):
         return {"vector": hit.vector, "keyword": hit.keyword, "decay": hit.decay, "final": hit.score}
 
 
-class SearchFiltersSerializer(serializers.Serializer):
+class SearchFiltersSerializer(BodySerializer):
     """Filters shared by fact search and context building."""
 
     user_id = IdentifierField()
-    query = serializers.CharField(max_length=4000)
+    query = serializers.CharField(max_length=4000, validators=[validate_visible_text])
     categories = serializers.ListField(child=serializers.ChoiceField(Fact.Category.values), required=False)
     agent_id = serializers.CharField(required=False, max_length=255)
 
 
-class FactSearchApi(APIView):
+class FactSearchApi(ApiView):
     class InputSerializer(SearchFiltersSerializer):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
         include_pending = serializers.BooleanField(default=False)
-        as_of = serializers.DateTimeField(required=False)
-        occurred_after = serializers.DateTimeField(required=False)
-        occurred_before = serializers.DateTimeField(required=False)
+        as_of = TimestampField(required=False)
+        occurred_after = TimestampField(required=False)
+        occurred_before = TimestampField(required=False)
         mmr_lambda = serializers.FloatField(min_value=0.0, max_value=1.0, required=False)
         half_life_days = serializers.FloatField(min_value=0.0, required=False)
 

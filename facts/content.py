@@ -3,11 +3,17 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from core.validation import VISIBLE_TEXT_MESSAGE, has_visible_text
+
 
 def clean_content(content: str) -> str:
-    content = " ".join(str(content or "").split())
+    if content is not None and not isinstance(content, str):
+        raise ValidationError({"content": "Must be text."})
+    content = " ".join((content or "").split())
     if not content:
         raise ValidationError({"content": "Must not be empty."})
+    if not has_visible_text(content):
+        raise ValidationError({"content": VISIBLE_TEXT_MESSAGE})
     if len(content) > settings.FACTS_MAX_CONTENT_CHARS:
         raise ValidationError({"content": f"Must be at most {settings.FACTS_MAX_CONTENT_CHARS} characters."})
     return content

@@ -3,9 +3,10 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from core.pagination import paginated_response
+from core.api_fields import TimestampField
+from core.apis import ApiView, BodySerializer, PageQuerySerializer
+from core.pagination import page_schema, paginated_response
 from facts.models import Fact
 from tenancy.authentication import request_tenant
 
@@ -17,6 +18,7 @@ MAX_DAYS = 36500  # a century: anything longer is a typo, and it keeps date arit
 
 class ForgetPolicyOutputSerializer(serializers.ModelSerializer):
     is_default = serializers.SerializerMethodField(help_text="True while the tenant follows the FORGET_* settings.")
+    updated_at = serializers.DateTimeField(read_only=True, allow_null=True, help_text="null while it is the default.")
 
     class Meta:
         model = ForgetPolicy
@@ -38,8 +40,8 @@ class ForgetRunOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
 
 
-class ForgetPolicyApi(APIView):
-    class InputSerializer(serializers.Serializer):
+class ForgetPolicyApi(ApiView):
+    class InputSerializer(BodySerializer):
         enabled = serializers.BooleanField()
         max_unused_days = serializers.IntegerField(
             min_value=1, max_value=MAX_DAYS, allow_null=True, help_text="null switches the unused rule off."
@@ -84,9 +86,9 @@ class ForgetPolicyApi(APIView):
         return Response(ForgetPolicyOutputSerializer(policy).data)
 
 
-class ForgetDryRunApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        as_of = serializers.DateTimeField(
+class ForgetDryRunApi(ApiView):
+    class InputSerializer(BodySerializer):
+        as_of = TimestampField(
             required=False, help_text="Measure the rules at this moment (default: now), e.g. to preview next month."
         )
 
@@ -103,21 +105,23 @@ class ForgetDryRunApi(APIView):
         return Response(ForgetRunOutputSerializer(run).data, status=201)
 
 
-class ForgetRunListApi(APIView):
-    class FilterSerializer(serializers.Serializer):
+class ForgetRunListApi(ApiView):
+    class FilterSerializer(PageQuerySerializer):
         dry_run = serializers.BooleanField(required=False, allow_null=True, default=None)
 
     @extend_schema(
-        parameters=[FilterSerializer], responses=ForgetRunOutputSerializer(many=True), operation_id="forget_runs_list"
+        parameters=[FilterSerializer],
+        responses=page_schema(ForgetRunOutputSerializer, "ForgetRun"),
+        operation_id="forget_runs_list",
     )
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        runs = selectors.forget_runs_list(tenant=request_tenant(request), **filters.validated_data)
+        runs = selectors.forget_runs_list(tenant=request_tenant(request), **filters.filter_values)
         return paginated_response(request, self, runs, ForgetRunOutputSerializer)
 
 
-class ForgetRunDetailApi(APIView):
+class ForgetRunDetailApi(ApiView):
     @extend_schema(responses=ForgetRunOutputSerializer, operation_id="forget_runs_get")
     def get(self, request, run_id: int):
         run = selectors.forget_run_get(tenant=request_tenant(request), run_id=run_id)

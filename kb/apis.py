@@ -3,13 +3,15 @@
 from django.conf import settings
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from core.api_fields import DocIdField
+from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.errors import ApplicationError
-from core.pagination import paginated_response
+from core.pagination import page_schema, paginated_response
+from core.parsers import JSONParser
+from core.validation import validate_visible_text
 from tenancy.authentication import request_tenant
 
 from . import selectors, services
@@ -71,19 +73,19 @@ class DocumentDetailOutputSerializer(DocumentOutputSerializer):
         return ChunkOutputSerializer(self.context["chunks"], many=True).data
 
 
-class DocumentListCreateApi(APIView):
+class DocumentListCreateApi(ApiView):
     parser_classes = [JSONParser, MultiPartParser]
 
-    class FilterSerializer(serializers.Serializer):
+    class FilterSerializer(PageQuerySerializer):
         path_prefix = serializers.CharField(required=False, max_length=500)
 
-    class TextInputSerializer(serializers.Serializer):
+    class TextInputSerializer(BodySerializer):
         doc_id = DocIdField()
         text = serializers.CharField(trim_whitespace=False)
         title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
         content_type = serializers.ChoiceField(POSTABLE_CONTENT_TYPES, default="markdown")
 
-    class FileInputSerializer(serializers.Serializer):
+    class FileInputSerializer(BodySerializer):
         file = serializers.FileField(allow_empty_file=True)
         doc_id = DocIdField(required=False, help_text="Defaults to the file's name.")
         title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
@@ -94,12 +96,14 @@ class DocumentListCreateApi(APIView):
         document = DocumentOutputSerializer()
 
     @extend_schema(
-        parameters=[FilterSerializer], responses=DocumentOutputSerializer(many=True), operation_id="kb_documents_list"
+        parameters=[FilterSerializer],
+        responses=page_schema(DocumentOutputSerializer, "Document"),
+        operation_id="kb_documents_list",
     )
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        documents = selectors.documents_with_chunk_counts(tenant=request_tenant(request), **filters.validated_data)
+        documents = selectors.documents_with_chunk_counts(tenant=request_tenant(request), **filters.filter_values)
         return paginated_response(request, self, documents, DocumentOutputSerializer, ordering="doc_id")
 
     @extend_schema(
@@ -141,7 +145,7 @@ class DocumentListCreateApi(APIView):
         return Response(self.OutputSerializer(body).data, status=code)
 
 
-class DocumentDetailApi(APIView):
+class DocumentDetailApi(ApiView):
     @extend_schema(responses=DocumentDetailOutputSerializer, operation_id="kb_documents_get")
     def get(self, request, document_id: int):
         tenant = request_tenant(request)
@@ -155,9 +159,9 @@ class DocumentDetailApi(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class SearchApi(APIView):
-    class InputSerializer(serializers.Serializer):
-        query = serializers.CharField(max_length=4000)
+class SearchApi(ApiView):
+    class InputSerializer(BodySerializer):
+        query = serializers.CharField(max_length=4000, validators=[validate_visible_text])
         limit = serializers.IntegerField(min_value=1, max_value=50, default=10)
         doc_ids = serializers.ListField(child=DocIdField(), required=False, min_length=1, max_length=1000)
         path_prefix = serializers.CharField(required=False, max_length=500, default="")

@@ -3,16 +3,16 @@ from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from ai.checks import embedding_dimension_problems
 from ai.embedders import get_embedder
 from ai.errors import AIProviderError
 from ai.services import cache_stats
+from core.apis import ApiView
 from core.db import database_status
 
 
-class HealthApi(APIView):
+class HealthApi(ApiView):
     """Liveness and readiness: is the database reachable, with pgvector, and which embedder is configured."""
 
     authentication_classes: list = []

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "core.middleware.ApiErrorMiddleware",  # outside the rest, so that their errors under /api/ are JSON too
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -112,11 +113,17 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.authentication.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["core.parsers.JSONParser"],
     "EXCEPTION_HANDLER": "core.api_errors.api_exception_handler",
     "DEFAULT_SCHEMA_CLASS": "memoryproject.schema.AutoSchema",
     "UNAUTHENTICATED_USER": None,
 }
+# Largest request body of any API call, refused (413) before it is read: a 5 MB document sent as JSON text can
+# take 4x its size once escaped. Django's own form limit follows it (its 2.5 MB default answered 400 in HTML).
+API_MAX_BODY_BYTES = env.int("API_MAX_BODY_BYTES", default=24 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
+# Deepest nesting of a JSON body (metadata included); deeper is refused with 400, before Python recurses into it.
+API_MAX_JSON_DEPTH = env.int("API_MAX_JSON_DEPTH", default=32)
 SPECTACULAR_SETTINGS = {
     "TITLE": "memoryproject API",
     "DESCRIPTION": "Long-term memory for AI agents: facts, episodes, knowledge base and prompt-ready context.",
@@ -126,6 +133,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "memoryproject.schema.error_responses_hook",
+        "memoryproject.schema.request_examples_hook",
+    ],
 }
 
 # --- Embeddings and chat (ai) -----------------------------------------------------

@@ -3,8 +3,8 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
+from core.apis import ApiView
 from facts.apis import ScoredFactOutputSerializer, SearchFiltersSerializer
 from kb.apis import DocumentHitOutputSerializer
 from tenancy.authentication import request_tenant
@@ -12,7 +12,7 @@ from tenancy.authentication import request_tenant
 from .context import context_build
 
 
-class ContextApi(APIView):
+class ContextApi(ApiView):
     """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
     Facts that make it into the text count as used (they live longer under the forgetting policy)."""
 

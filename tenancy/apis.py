@@ -1,10 +1,11 @@
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
-from rest_framework.views import APIView
+
+from core.apis import ApiView
 
 
-class WhoAmIApi(APIView):
+class WhoAmIApi(ApiView):
     """Which tenant and key the request authenticated as: the quickest check that a key works."""
 
     class OutputSerializer(serializers.Serializer):

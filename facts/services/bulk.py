@@ -41,6 +41,13 @@ IMPORT_FIELDS = [
 ]
 
 
+# What one import item may carry (the API's FactImportItemSerializer documents the same).
+IMPORT_ITEM_KEYS = frozenset(
+    {"user_id", "content", "category", "confidence", "status", "pinned", "occurred_at", "valid_from", "metadata",
+     "agent_id"}
+)  # fmt: skip
+
+
 def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]:
     """Store facts exactly as given (no merging, no extraction): for migrations and evaluation.
 
@@ -87,6 +94,9 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
     tenth of its cost, which is most of an import's time."""
     if not isinstance(item, dict):
         raise ValidationError({"non_field_errors": "Must be an object."})
+    unknown = set(item) - IMPORT_ITEM_KEYS
+    if unknown:
+        raise ValidationError({name: "Unknown field." for name in sorted(unknown)})
     confidence = item.get("confidence", 1.0)
     if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0.0 <= confidence <= 1.0:
         raise ValidationError({"confidence": "Must be a number from 0 to 1."})

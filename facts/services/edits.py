@@ -28,10 +28,13 @@ def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
         vector = embed_query(Fact(**{**current, **{name: changes[name] for name in reembed}}).embedding_text())
     with transaction.atomic():
         fact = fact_locked(tenant, fact_id)
+        changed = {name: value for name, value in changes.items() if getattr(fact, name) != value}
+        if not changed:  # the same values again: no write, no event
+            return fact
         before = snapshot(fact)
-        for name, value in changes.items():
+        for name, value in changed.items():
             setattr(fact, name, value)
-        if reembed:
+        if reembed & set(changed):
             fact.embedding, fact.embedding_model = vector, active_embedding_model()
         fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
         fact.save()

@@ -189,7 +189,7 @@ def test_too_many_messages_in_one_request_is_413_and_nothing_is_stored(api, sett
 
     assert response.status_code == 413
     error = response.json()["error"]
-    assert error["code"] == "too_large"
+    assert error["code"] == "payload_too_large"
     assert "at most 3" in error["message"]
     assert "messages" in error["details"]
     assert not Episode.objects.exists()

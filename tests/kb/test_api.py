@@ -208,7 +208,9 @@ def test_a_text_with_an_unpaired_surrogate_is_400(api):
     response = api.generic("POST", "/api/v1/kb/documents", body, content_type="application/json")
 
     assert response.status_code == 400
-    assert error_of(response)["details"]["text"] == ["Surrogate characters are not allowed: U+D800."]
+    assert error_of(response)["details"]["text"] == [
+        "A lone surrogate (\\ud800-\\udfff) is not a character; found in text."
+    ]
 
 
 def test_a_multipart_upload_without_a_file_is_400(api):
