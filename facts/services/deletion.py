@@ -74,7 +74,7 @@ class FactsErased:
     fact_ids: list[int]
     conflict_ids: list[int]
     event_ids: list[int]
-    earlier_fact_ids: list[int]  # the user's facts deleted before (their events named them): the admin logged some
+    earlier_fact_ids: list[int]  # facts of the user deleted before (only events name them): for their admin log lines
 
 
 def facts_erase_user(*, tenant: Tenant, user_id: str) -> FactsErased:
