@@ -54,7 +54,8 @@ def embeddings_reembed(
         queryset = _stale_rows(model, model_name, tenant).order_by("pk")
         done[model._meta.db_table] = 0
         while batch := list(queryset[:batch_size]):
-            vectors = embed_texts([row.embedding_text() or " " for row in batch])
+            # No cache: the vectors land in the rows themselves (and a run may span tenants).
+            vectors = embed_texts([row.embedding_text() or " " for row in batch], tenant=None, user_id=None)
             for row, vector in zip(batch, vectors, strict=True):
                 row.embedding = vector if row.embedding_text() else None
                 row.embedding_model = model_name

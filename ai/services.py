@@ -1,4 +1,4 @@
-"""What the rest of the project calls to embed text: batched, cached, one model at a time."""
+"""What the rest of the project calls to embed text: batched, cached per owner, one model at a time."""
 
 import hashlib
 import logging
@@ -10,10 +10,16 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
+from tenancy.models import Tenant
+
 from .embedders import get_embedder
 from .models import EmbeddingCache
 
 logger = logging.getLogger(__name__)
+
+# The user_id of text that belongs to the tenant rather than to one of its users (knowledge-base chunks): cached
+# for the tenant, and kept when a user is erased.
+TENANT_TEXT = ""
 
 
 @dataclass
@@ -21,11 +27,8 @@ class CacheStats:
     hits: int = 0
     misses: int = 0
 
-    def as_dict(self) -> dict:
-        return {"hits": self.hits, "misses": self.misses}
 
-
-cache_stats = CacheStats()  # per process; shown by /api/health
+_stats: dict[int, CacheStats] = {}  # per process, by tenant id; GET /api/v1/embedding-cache shows a tenant its own
 _stats_lock = threading.Lock()
 
 
@@ -34,51 +37,101 @@ def active_embedding_model() -> str:
     return get_embedder().model_name
 
 
-def embed_texts(texts: Sequence[str]) -> np.ndarray:
-    """Unit vectors for `texts` (one row each) from the active model; repeated texts are embedded once."""
+def embed_texts(texts: Sequence[str], *, tenant: Tenant | None, user_id: str | Sequence[str] | None) -> np.ndarray:
+    """Unit vectors for `texts` (one row each) from the active model; repeated texts are embedded once.
+
+    `tenant` and `user_id` name whose text it is: one user id for all of them, one per text, or TENANT_TEXT for the
+    tenant's own documents. The cache keeps a vector under its owner only, so no other tenant or user ever hits it
+    (nor sees an answer come faster), and erasing the user removes it. No tenant (maintenance across tenants) or
+    user_id None (text nobody owns, such as a knowledge-base query asked without a user) skips the cache."""
     embedder = get_embedder()
     if not texts:
         return np.zeros((0, embedder.dimensions), dtype=np.float32)
+    owners = _owners(texts, user_id)
+    if tenant is not None and owners is not None and settings.EMBEDDING_CACHE and embedder.cacheable:
+        keys = list(zip(owners, texts, strict=True))
+        by_key = _embed_through_cache(embedder, tenant, list(dict.fromkeys(keys)))
+        return np.vstack([by_key[key] for key in keys])
     unique = list(dict.fromkeys(texts))
-    if settings.EMBEDDING_CACHE and embedder.cacheable:
-        by_text = _embed_through_cache(embedder, unique)
-    else:
-        by_text = dict(zip(unique, embedder.embed(unique), strict=True))
+    by_text = dict(zip(unique, embedder.embed(unique), strict=True))
     return np.vstack([by_text[text] for text in texts])
 
 
-def embed_query(text: str) -> np.ndarray:
-    return embed_texts([text])[0]
+def embed_query(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.ndarray:
+    return embed_texts([text], tenant=tenant, user_id=user_id)[0]
 
 
-def _embed_through_cache(embedder, texts: list[str]) -> dict[str, np.ndarray]:
-    hashes = {text: hashlib.sha256(text.encode()).hexdigest() for text in texts}
-    cached = dict(
-        EmbeddingCache.objects.filter(model=embedder.model_name, text_hash__in=hashes.values()).values_list(
-            "text_hash", "embedding"
-        )
-    )
-    found = {text: np.asarray(cached[digest], dtype=np.float32) for text, digest in hashes.items() if digest in cached}
-    missing = [text for text in texts if text not in found]
+def _owners(texts: Sequence[str], user_id: str | Sequence[str] | None) -> list[str] | None:
+    if user_id is None or isinstance(user_id, str):
+        return None if user_id is None else [user_id] * len(texts)
+    if len(user_id) != len(texts):
+        raise ValueError(f"{len(user_id)} user ids for {len(texts)} texts")
+    return list(user_id)
+
+
+def _embed_through_cache(embedder, tenant: Tenant, keys: list[tuple[str, str]]) -> dict[tuple[str, str], np.ndarray]:
+    """Vectors of (user_id, text) keys of `tenant`: from its rows where they are cached, else from the embedder."""
+    hashes = {key: hashlib.sha256(key[1].encode()).hexdigest() for key in keys}
+    rows = EmbeddingCache.objects.filter(
+        tenant=tenant,
+        model=embedder.model_name,
+        user_id__in={user_id for user_id, _ in keys},
+        text_hash__in=set(hashes.values()),
+    ).values_list("user_id", "text_hash", "embedding")
+    cached = {(user_id, digest): vector for user_id, digest, vector in rows}
+    found = {
+        key: np.asarray(cached[key[0], digest], dtype=np.float32)
+        for key, digest in hashes.items()
+        if (key[0], digest) in cached
+    }
+    missing = [key for key in keys if key not in found]
     if missing:
-        vectors = embedder.embed(missing)
-        found.update(zip(missing, vectors, strict=True))
+        texts = list(dict.fromkeys(text for _, text in missing))  # one owner's call: owners may share a text
+        by_text = dict(zip(texts, embedder.embed(texts), strict=True))
+        found.update((key, by_text[key[1]]) for key in missing)
         with transaction.atomic():
             EmbeddingCache.objects.bulk_create(
                 [
-                    EmbeddingCache(model=embedder.model_name, text_hash=hashes[text], embedding=vector)
-                    for text, vector in zip(missing, vectors, strict=True)
+                    EmbeddingCache(
+                        tenant=tenant,
+                        user_id=key[0],
+                        model=embedder.model_name,
+                        text_hash=hashes[key],
+                        embedding=by_text[key[1]],
+                    )
+                    for key in missing
                 ],
                 ignore_conflicts=True,  # a concurrent caller may have cached the same text
                 batch_size=1000,
             )
     with _stats_lock:
-        cache_stats.hits += len(texts) - len(missing)
-        cache_stats.misses += len(missing)
+        stats = _stats.setdefault(tenant.pk, CacheStats())
+        stats.hits += len(keys) - len(missing)
+        stats.misses += len(missing)
     logger.debug(
-        "embedding cache (%s): %d hits, %d misses", embedder.model_name, len(texts) - len(missing), len(missing)
+        "embedding cache (%s, tenant %s): %d hits, %d misses",
+        embedder.model_name,
+        tenant.pk,
+        len(keys) - len(missing),
+        len(missing),
     )
     return found
+
+
+def cache_stats_of(*, tenant: Tenant) -> CacheStats:
+    """This process's cache hits and misses for `tenant`'s texts (a copy)."""
+    with _stats_lock:
+        stats = _stats.get(tenant.pk, CacheStats())
+        return CacheStats(hits=stats.hits, misses=stats.misses)
+
+
+def embedding_cache_erase_user(*, tenant: Tenant, user_id: str) -> int:
+    """Delete the cached vectors of one user's texts (part of the user's erasure; the caller holds the transaction).
+    Returns how many. One statement through the (tenant, user_id, ...) unique index."""
+    if user_id == TENANT_TEXT:
+        raise ValueError("The tenant's own texts belong to no user.")
+    deleted, _ = EmbeddingCache.objects.filter(tenant=tenant, user_id=user_id).delete()
+    return deleted
 
 
 def embedding_cache_clear(*, model: str | None = None) -> int:

@@ -190,7 +190,7 @@ def main() -> None:
             bench_worker(tenant, sessions, "hash")
         if not args.skip_local:
             with override_settings(EMBEDDING_PROVIDER="local", EMBEDDING_CACHE=False, CHAT_PROVIDER="none"):
-                embed_query("load the model first")
+                embed_query("load the model first", tenant=None, user_id=None)
                 bench_worker(tenant, sessions, "local")
     finally:
         drop_queued_tasks(tenant)

@@ -27,7 +27,6 @@ from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
-from ai.models import EmbeddingCache
 from ai.services import active_embedding_model
 from core.db import copy_insert
 from core.text import STOP_WORDS, search_text
@@ -239,16 +238,6 @@ def _explaining(execute, sql, params, many, context):
     return execute(sql, params, many, context)
 
 
-def forget_cached_embeddings(tenants) -> None:
-    hashes = {
-        hashlib.sha256(text.encode()).hexdigest()
-        for text in KBChunk.objects.filter(tenant__in=tenants).values_list("text", flat=True).iterator(10_000)
-    }
-    hashes = list(hashes)
-    for start in range(0, len(hashes), 10_000):
-        EmbeddingCache.objects.filter(text_hash__in=hashes[start : start + 10_000]).delete()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus-mb", type=float, default=5.0, help="Markdown to index with the hash embedder")
@@ -303,9 +292,8 @@ def main() -> None:
                     # One of the most common content words, and two of middling frequency.
                     explain(scope, " ".join([vocab.content[0], vocab.content[300], vocab.content[301]]), seed=seed)
     finally:
-        forget_cached_embeddings(tenants)
         for scope in tenants:
-            scope.delete()
+            scope.delete()  # with the vectors it cached
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import _django  # noqa: F401
 from django.test import override_settings
 from django.utils import timezone
 
-from ai.services import active_embedding_model, embed_query, embed_texts
+from ai.services import TENANT_TEXT, active_embedding_model, embed_query, embed_texts
 from core.db import copy_insert
 from core.text import estimate_tokens
 from facts.selectors import facts_search
@@ -92,7 +92,8 @@ def ingest_kb(samples: list[dict], label: str, tenants: dict) -> tuple[dict, flo
                 chunk.token_count = estimate_tokens(chunk.text)
                 chunk.refresh_search_text(document.title)
                 chunks.append(chunk)
-        for chunk, vector in zip(chunks, embed_texts([chunk.text for chunk in chunks]), strict=True):
+        vectors = embed_texts([chunk.text for chunk in chunks], tenant=tenant, user_id=TENANT_TEXT)
+        for chunk, vector in zip(chunks, vectors, strict=True):
             chunk.embedding, chunk.embedding_model = vector, active_embedding_model()
         copy_insert(KBChunk, chunks, [
             "tenant", "document", "ordinal", "text", "heading_path", "line_start", "line_end", "token_count",
@@ -113,7 +114,7 @@ def evaluate(tenant, samples: list[dict], kb_tenants: dict | None = None) -> tup
             evidence = {dia_id for dia_id in qa.get("evidence", []) if dia_id in known}
             if not evidence:
                 continue  # malformed evidence ids (see the data set's README)
-            vector = embed_query(qa["question"])
+            vector = embed_query(qa["question"], tenant=None, user_id=None)  # (searched as two tenants below)
             started = time.perf_counter()
             if kb_tenants is None:
                 hits = facts_search(tenant=tenant, user_id=user_id, query=qa["question"], limit=10, vector=vector)

@@ -69,7 +69,7 @@ def main() -> None:
                 grow(tenant, "bench-user", size - stored, rng)
                 stored = size
                 queries = [" ".join(rng.sample(WORDS, 3)) for _ in range(args.queries)]
-                vectors = [embed_query(query) for query in queries]
+                vectors = [embed_query(query, tenant=tenant, user_id="bench-user") for query in queries]
                 for query, vector in zip(queries[:5], vectors[:5], strict=True):  # warm up the connection and caches
                     facts_search(tenant=tenant, user_id="bench-user", query=query, limit=10, vector=vector)
                 timings = []

@@ -128,7 +128,10 @@ def _summary_of(episode: Episode, message_count: int) -> _Summary | None:
     if episode.summarized_message_count >= message_count:
         return None
     text = episode_summary(episode, message_count=message_count)
-    return _Summary(text, embed_query(text) if text else None, active_embedding_model() if text else "")
+    if not text:
+        return _Summary(text, None, "")
+    vector = embed_query(text, tenant=episode.tenant, user_id=episode.user_id)
+    return _Summary(text, vector, active_embedding_model())
 
 
 def _finish(episode_id: int, message_count: int, skip_reason: str, summary: _Summary | None) -> str:

@@ -88,7 +88,7 @@ def episodes_search(
     """The user's episodes that best answer `query`: the summary's vector and the words that were said."""
     if not query.strip() or limit <= 0:
         return []
-    vector = embed_query(query) if vector is None else vector
+    vector = embed_query(query, tenant=tenant, user_id=user_id) if vector is None else vector
     clauses = ["tenant_id = %(tenant)s", "user_id = %(user_id)s"]
     params = {"tenant": tenant.pk, "user_id": user_id}
     if session_id is not None:

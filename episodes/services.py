@@ -10,6 +10,7 @@ from django_q.tasks import async_task
 
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked
+from core.queue import task_records_delete
 from core.validation import validate_identifier, validate_user_id
 from tenancy.models import Tenant
 
@@ -100,7 +101,11 @@ def _enqueue_after_commit(episode_id: int) -> None:
 
 
 def _enqueue(episode_id: int) -> None:
-    async_task(EXTRACT_TASK, episode_id, task_name=f"episode_extract-{episode_id}", group="episodes")
+    async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
+
+
+def _task_name(episode_id: int) -> str:
+    return f"episode_extract-{episode_id}"
 
 
 def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
@@ -127,10 +132,17 @@ def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
     return episode
 
 
-def episodes_erase_user(*, tenant: Tenant, user_id: str) -> list[int]:
-    """Delete every episode of one user (part of the user's erasure; the caller holds the transaction). Returns
-    their ids."""
+@dataclass(frozen=True)
+class EpisodesErased:
+    episode_ids: list[int]
+    task_records: int  # django-q rows of their extraction tasks (results, failures with their errors, queued ones)
+
+
+def episodes_erase_user(*, tenant: Tenant, user_id: str) -> EpisodesErased:
+    """Delete every episode of one user, with the records of their extraction tasks (part of the user's erasure;
+    the caller holds the transaction)."""
     episodes = Episode.objects.filter(tenant=tenant, user_id=user_id)
     ids = list(episodes.values_list("pk", flat=True))
     episodes.delete()
-    return ids
+    tasks = task_records_delete(func=EXTRACT_TASK, names=[_task_name(pk) for pk in ids])
+    return EpisodesErased(episode_ids=ids, task_records=tasks)

@@ -167,7 +167,7 @@ def facts_search(
     made diverse by MMR. Never counts usage (only injection into a prompt does)."""
     if not query.strip() or limit <= 0:
         return []
-    vector = embed_query(query) if vector is None else vector
+    vector = embed_query(query, tenant=tenant, user_id=user_id) if vector is None else vector
     mmr_lambda = settings.FACTS_SEARCH_MMR_LAMBDA if mmr_lambda is None else mmr_lambda
     half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS if half_life_days is None else half_life_days
     now = now or timezone.now()

@@ -164,7 +164,8 @@ def kb_search(
         documents = _document_ids(tenant=tenant, doc_ids=doc_ids, path_prefix=path_prefix)
         if not documents:
             return []
-    vector = embed_query(query) if vector is None else vector
+    # A query asked without a user is nobody's text: not cached, so nothing of it outlives the request.
+    vector = embed_query(query, tenant=tenant, user_id=None) if vector is None else vector
     keywords = KeywordQuery(query)
     sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
     with transaction.atomic(), connection.cursor() as cursor:

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ai.services import active_embedding_model, embed_texts
+from ai.services import TENANT_TEXT, active_embedding_model, embed_texts
 from core.errors import ApplicationError
 from core.locks import LockNamespace, xact_lock
 from tenancy.models import Tenant
@@ -97,7 +97,7 @@ def document_index(
     if dry_run:
         return IndexResult(doc_id, "changed" if existing else "new", None, chunks=len(chunks), written=False)
     rows = _chunk_rows(tenant, chunks, label=document_label(title=title, doc_id=doc_id))
-    _embed(rows)  # before the transaction: a slow embedding call must not hold row locks
+    _embed(tenant, rows)  # before the transaction: a slow embedding call must not hold row locks
     document, outcome = _document_replace(tenant=tenant, doc_id=doc_id, fields=fields, rows=rows)
     return IndexResult(doc_id, outcome, document, chunks=len(rows), written=True)
 
@@ -316,11 +316,11 @@ def _chunk_rows(tenant: Tenant, chunks: Sequence[Chunk], *, label: str) -> list[
     return rows
 
 
-def _embed(rows: list[KBChunk]) -> None:
-    """One embed_texts call for the document; it batches, and the cache spares chunks whose text it has seen."""
+def _embed(tenant: Tenant, rows: list[KBChunk]) -> None:
+    """One embed_texts call for the document; it batches, and the cache spares chunks whose text the tenant's
+    documents have had before. The chunks are the tenant's text, not one user's: a user's erasure keeps them."""
     model_name = active_embedding_model()
-    # Exactly embedding_text(), the text reembed uses, so both share cache entries.
-    vectors = embed_texts([row.embedding_text() for row in rows])
+    vectors = embed_texts([row.embedding_text() for row in rows], tenant=tenant, user_id=TENANT_TEXT)
     for row, vector in zip(rows, vectors, strict=True):
         row.embedding = vector
         row.embedding_model = model_name

@@ -7,7 +7,6 @@ from rest_framework.response import Response
 from ai.checks import embedding_dimension_problems
 from ai.embedders import get_embedder
 from ai.errors import AIProviderError
-from ai.services import cache_stats
 from core.apis import ApiView
 from core.db import database_status
 
@@ -55,4 +54,6 @@ def _embedding_status() -> dict:
         model = get_embedder().model_name
     except AIProviderError as exc:
         model, problems = None, [*problems, exc.message]
-    return {"model": model, "cache": cache_stats.as_dict(), "problems": problems}
+    # No cache statistics here: anyone may call this, and hit counts tell what others embedded (a tenant sees its own
+    # at GET /api/v1/embedding-cache).
+    return {"model": model, "problems": problems}

@@ -4,6 +4,7 @@ operation has one and that each example body is accepted by the running API)."""
 REQUEST_EXAMPLES: dict[str, dict] = {
     "health_retrieve": {},
     "whoami": {},
+    "embedding_cache_stats": {},
     # facts
     "facts_list": {"parameters": {"user_id": "alice", "status": "active,pending", "limit": 20}},
     "facts_remember": {

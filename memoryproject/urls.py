@@ -19,4 +19,5 @@ urlpatterns = [
     path("api/v1/", include("privacy.urls")),
     path("api/v1/", include("episodes.urls")),
     path("api/v1/", include("kb.urls")),
+    path("api/v1/", include("ai.urls")),
 ]

@@ -20,6 +20,8 @@ class UserEraseApi(ApiView):
             fact_conflicts = serializers.IntegerField()
             episodes = serializers.IntegerField()
             admin_log_entries = serializers.IntegerField()
+            embedding_cache_rows = serializers.IntegerField()
+            task_records = serializers.IntegerField()
 
             class Meta:
                 ref_name = "UserErasureCounts"

@@ -53,7 +53,7 @@ def context_build(
     """Search facts (and documents) with one query embedding, pack the best into `max_tokens`, and count a use
     for every fact that was injected — and only those."""
     max_tokens = max_tokens or settings.CONTEXT_MAX_TOKENS
-    vector = embed_query(query)
+    vector = embed_query(query, tenant=tenant, user_id=user_id)
     facts = facts_search(
         tenant=tenant,
         user_id=user_id,

@@ -16,7 +16,7 @@ def test_health_reports_database_pgvector_and_embedder():
     assert body["embedding"]["model"] == "hash-v2"
     assert body["embedding"]["dimensions"] == 384
     assert body["embedding"]["problems"] == []
-    assert set(body["embedding"]["cache"]) == {"hits", "misses"}
+    assert "cache" not in body["embedding"]  # per tenant, at /api/v1/embedding-cache
 
 
 def test_health_is_503_and_says_why_when_the_embedder_is_misconfigured(settings):

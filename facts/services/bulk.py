@@ -65,7 +65,8 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
             raise ValidationError(
                 {f"facts[{index}].{name}": messages for name, messages in exc.message_dict.items()}
             ) from None
-    for row, vector in zip(rows, embed_texts([row.embedding_text() for row in rows]), strict=True):
+    vectors = embed_texts([row.embedding_text() for row in rows], tenant=tenant, user_id=[row.user_id for row in rows])
+    for row, vector in zip(rows, vectors, strict=True):
         row.embedding = vector
         row.refresh_search_text()  # bulk_create skips save()
     events = [

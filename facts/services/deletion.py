@@ -74,6 +74,7 @@ class FactsErased:
     fact_ids: list[int]
     conflict_ids: list[int]
     event_ids: list[int]
+    earlier_fact_ids: list[int]  # facts of the user deleted before (only events name them): for their admin log lines
 
 
 def facts_erase_user(*, tenant: Tenant, user_id: str) -> FactsErased:
@@ -81,10 +82,13 @@ def facts_erase_user(*, tenant: Tenant, user_id: str) -> FactsErased:
     keeps nothing that names the user. The caller holds the user's lock and the transaction."""
     conflicts = FactConflict.objects.filter(tenant=tenant, user_id=user_id)
     events = FactEvent.objects.filter(tenant=tenant, user_id=user_id)
+    fact_ids = list(Fact.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True))
+    event_rows = list(events.values_list("pk", "fact_id"))
     erased = FactsErased(
-        fact_ids=list(Fact.objects.filter(tenant=tenant, user_id=user_id).values_list("pk", flat=True)),
+        fact_ids=fact_ids,
         conflict_ids=list(conflicts.values_list("pk", flat=True)),
-        event_ids=list(events.values_list("pk", flat=True)),
+        event_ids=[pk for pk, _ in event_rows],
+        earlier_fact_ids=sorted({fact_id for _, fact_id in event_rows} - set(fact_ids)),
     )
     conflicts.delete()
     _delete_rows(erased.fact_ids)

@@ -24,8 +24,11 @@ def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
         changes["content"] = clean_content(changes["content"])
     reembed = {"content", "occurred_at"} & set(changes)
     if reembed:  # embedded before the row lock is taken: a slow embedding call must not hold it
-        current = Fact.objects.filter(tenant=tenant, pk=fact_id).values("content", "occurred_at").first() or {}
-        vector = embed_query(Fact(**{**current, **{name: changes[name] for name in reembed}}).embedding_text())
+        current = Fact.objects.filter(tenant=tenant, pk=fact_id).values("user_id", "content", "occurred_at").first()
+        current = current or {}  # (no such fact: refused below, once locked)
+        user_id = current.pop("user_id", None)
+        text = Fact(**{**current, **{name: changes[name] for name in reembed}}).embedding_text()
+        vector = embed_query(text, tenant=tenant, user_id=user_id)
     with transaction.atomic():
         fact = fact_locked(tenant, fact_id)
         changed = {name: value for name, value in changes.items() if getattr(fact, name) != value}

@@ -69,7 +69,8 @@ def fact_remember(
         embedding_model=active_embedding_model(),
     )
     fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
-    fact.embedding = embed_query(fact.embedding_text())  # before the lock: a slow embedding call must not hold it
+    # Before the lock: a slow embedding call must not hold it.
+    fact.embedding = embed_query(fact.embedding_text(), tenant=tenant, user_id=fact.user_id)
 
     with transaction.atomic():
         # Writes to one user's memory queue here until commit, so two identical saves cannot both insert.

@@ -163,20 +163,23 @@ def conflict_resolve(
     The new fact becomes active (with the rest of its proposal applied) once none of its conflicts is open."""
     if resolution not in FactConflict.Resolution.values:
         raise ValidationError({"resolution": f"Must be one of {', '.join(FactConflict.Resolution.values)}."})
-    merged_vector = None
     if resolution == FactConflict.Resolution.MERGE:
         if not content:
             raise ValidationError({"content": "The merged text is required to resolve by merging."})
         content = clean_content(content)
-        merged_vector = embed_query(Fact(content=content).embedding_text())  # before any lock: may be slow
     elif content:
         raise ValidationError({"content": "Only a merge takes a text."})
+    user_id = FactConflict.objects.filter(tenant=tenant, pk=conflict_id).values_list("user_id", flat=True).first()
+    if user_id is None:
+        raise ApplicationError("Conflict not found.", code="not_found", status_code=404)
+    merged_vector = None
+    if resolution == FactConflict.Resolution.MERGE:  # before any lock: may be slow
+        merged_vector = embed_query(Fact(content=content).embedding_text(), tenant=tenant, user_id=user_id)
     with transaction.atomic():
-        user_id = FactConflict.objects.filter(tenant=tenant, pk=conflict_id).values_list("user_id", flat=True).first()
-        if user_id is None:
-            raise ApplicationError("Conflict not found.", code="not_found", status_code=404)
         xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)
-        conflict = FactConflict.objects.select_for_update().get(tenant=tenant, pk=conflict_id)
+        conflict = FactConflict.objects.select_for_update().filter(tenant=tenant, pk=conflict_id).first()
+        if conflict is None:  # (deleted with its fact meanwhile)
+            raise ApplicationError("Conflict not found.", code="not_found", status_code=404)
         if conflict.status != FactConflict.Status.OPEN:
             raise ApplicationError("This conflict is already resolved.", code="conflict", status_code=409)
         old, new = fact_locked(tenant, conflict.existing_fact_id), fact_locked(tenant, conflict.new_fact_id)

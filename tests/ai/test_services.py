@@ -9,28 +9,34 @@ from pgvector.django import CosineDistance
 
 from ai.checks import check_embedding_dimensions, embedding_dimension_problems, vector_columns
 from ai.models import EmbeddingCache
-from ai.services import active_embedding_model, cache_stats, embed_query, embed_texts
+from ai.services import (
+    TENANT_TEXT,
+    active_embedding_model,
+    cache_stats_of,
+    embed_query,
+    embed_texts,
+    embedding_cache_erase_user,
+)
 from facts.models import Fact
-from tests.factories import make_fact
+from tests.factories import make_fact, make_tenant
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.mark.usefixtures("openai_settings")
-def test_the_same_text_twice_costs_one_upstream_call(fake_openai):
-    hits_before = cache_stats.hits
-
-    first = embed_texts(["we deploy on Fridays"])
-    second = embed_texts(["we deploy on Fridays"])
+def test_the_same_text_twice_costs_one_upstream_call(fake_openai, tenant):
+    first = embed_texts(["we deploy on Fridays"], tenant=tenant, user_id="u1")
+    second = embed_texts(["we deploy on Fridays"], tenant=tenant, user_id="u1")
 
     assert np.array_equal(first, second)
     assert len(fake_openai.requests_to("/v1/embeddings")) == 1
-    assert cache_stats.hits == hits_before + 1
+    stats = cache_stats_of(tenant=tenant)
+    assert (stats.hits, stats.misses) == (1, 1)
 
 
 @pytest.mark.usefixtures("openai_settings")
-def test_duplicates_in_one_call_are_embedded_once_and_order_is_kept(fake_openai):
-    vectors = embed_texts(["a", "b", "a"])
+def test_duplicates_in_one_call_are_embedded_once_and_order_is_kept(fake_openai, tenant):
+    vectors = embed_texts(["a", "b", "a"], tenant=tenant, user_id="u1")
 
     assert fake_openai.requests_to("/v1/embeddings")[0]["body"]["input"] == ["a", "b"]
     assert np.array_equal(vectors[0], vectors[2])
@@ -38,28 +44,81 @@ def test_duplicates_in_one_call_are_embedded_once_and_order_is_kept(fake_openai)
 
 
 @pytest.mark.usefixtures("openai_settings")
-def test_clearing_the_cache_makes_the_next_call_go_upstream(fake_openai):
-    embed_texts(["cached text"])
+def test_clearing_the_cache_makes_the_next_call_go_upstream(fake_openai, tenant):
+    embed_texts(["cached text"], tenant=tenant, user_id="u1")
 
     out = StringIO()
     call_command("embedding_cache_clear", stdout=out)
-    embed_texts(["cached text"])
+    embed_texts(["cached text"], tenant=tenant, user_id="u1")
 
     assert "Deleted 1 cached embedding" in out.getvalue()
     assert len(fake_openai.requests_to("/v1/embeddings")) == 2
 
 
-def test_the_hash_embedder_skips_the_cache():
-    embed_texts(["anything"])
+def test_the_hash_embedder_skips_the_cache(tenant):
+    embed_texts(["anything"], tenant=tenant, user_id="u1")
 
     assert not EmbeddingCache.objects.exists()
+
+
+def cached_owners() -> list[tuple[str, str]]:
+    return sorted(EmbeddingCache.objects.values_list("tenant__name", "user_id"))
+
+
+@pytest.mark.usefixtures("openai_settings")
+class TestOwners:
+    """The cache keeps a vector under the tenant and user whose text it is: nobody else ever reads it."""
+
+    def test_another_tenant_embedding_the_same_text_never_reads_the_first_tenants_row(self, fake_openai, tenant):
+        other, _ = make_tenant("globex")
+        embed_texts(["we deploy on Fridays"], tenant=tenant, user_id="u1")
+
+        vectors = embed_texts(["we deploy on Fridays"], tenant=other, user_id="u1")
+
+        assert [request["body"]["input"] for request in fake_openai.requests_to("/v1/embeddings")] == [
+            ["we deploy on Fridays"],
+            ["we deploy on Fridays"],
+        ]
+        assert np.allclose(vectors[0], embed_query("we deploy on Fridays", tenant=None, user_id=None))
+        assert cached_owners() == [("acme", "u1"), ("globex", "u1")]
+        assert (cache_stats_of(tenant=other).hits, cache_stats_of(tenant=other).misses) == (0, 1)
+        assert (cache_stats_of(tenant=tenant).hits, cache_stats_of(tenant=tenant).misses) == (0, 1)
+
+    def test_a_user_hits_only_their_own_rows_and_the_tenants_documents_are_apart(self, fake_openai, tenant):
+        embed_texts(["we deploy on Fridays"], tenant=tenant, user_id="u1")
+        embed_texts(["we deploy on Fridays", "we deploy on Fridays"], tenant=tenant, user_id=["u2", "u1"])
+        embed_texts(["we deploy on Fridays"], tenant=tenant, user_id=TENANT_TEXT)
+
+        sent = [request["body"]["input"] for request in fake_openai.requests_to("/v1/embeddings")]
+        assert sent == [["we deploy on Fridays"]] * 3  # u2's and the tenant's copies are their own misses
+        assert cached_owners() == [("acme", ""), ("acme", "u1"), ("acme", "u2")]
+        assert (cache_stats_of(tenant=tenant).hits, cache_stats_of(tenant=tenant).misses) == (1, 3)
+
+    def test_no_owner_skips_the_cache(self, fake_openai, tenant):
+        embed_texts(["a tenant-wide query"], tenant=tenant, user_id=None)
+        embed_texts(["a maintenance text"], tenant=None, user_id=None)
+        embed_texts(["a maintenance text"], tenant=None, user_id=None)
+
+        assert len(fake_openai.requests_to("/v1/embeddings")) == 3
+        assert cached_owners() == []
+
+    def test_erasing_a_user_drops_only_that_users_rows(self, tenant):
+        other, _ = make_tenant("globex")
+        for scope, user_id in [(tenant, "u1"), (tenant, "u2"), (tenant, TENANT_TEXT), (other, "u1")]:
+            embed_texts(["prefers tea", "lives in Porto"], tenant=scope, user_id=user_id)
+
+        assert embedding_cache_erase_user(tenant=tenant, user_id="u1") == 2
+
+        assert cached_owners() == [("acme", ""), ("acme", ""), ("acme", "u2"), ("acme", "u2")] + [("globex", "u1")] * 2
+        with pytest.raises(ValueError, match="belong to no user"):
+            embedding_cache_erase_user(tenant=tenant, user_id=TENANT_TEXT)
 
 
 def nearest(tenant, query: str) -> list[str]:
     """What a search over the active model's vectors returns, best first."""
     return list(
         Fact.objects.filter(tenant=tenant, embedding_model=active_embedding_model())
-        .annotate(distance=CosineDistance("embedding", embed_query(query)))
+        .annotate(distance=CosineDistance("embedding", embed_query(query, tenant=tenant, user_id="user-1")))
         .order_by("distance")
         .values_list("content", flat=True)
     )
@@ -84,7 +143,8 @@ def test_reembed_moves_rows_to_the_active_model_and_search_then_finds_them(tenan
 
 
 def test_a_changed_dimension_setting_is_reported_and_reembed_fixes_it(settings, monkeypatch, tenant):
-    make_fact(tenant=tenant, content="prefers tea", embedding=embed_query("prefers tea"), embedding_model="hash-v2")
+    vector = embed_query("prefers tea", tenant=tenant, user_id="user-1")
+    make_fact(tenant=tenant, content="prefers tea", embedding=vector, embedding_model="hash-v2")
     # As a process started with EMBEDDING_DIMENSIONS=8 would see it: the setting and the model fields.
     settings.EMBEDDING_DIMENSIONS = 8
     for model, field_name in vector_columns():

@@ -221,7 +221,9 @@ def test_the_plan_reads_one_users_rows_through_the_tenant_user_btree(tenant):
     for batch in range(2):
         store(tenant, [f"Note {batch}.{n} about billing and deploys" for n in range(1000)], user_id="someone-else")
     store(tenant, [f"Fact {n} about tea" for n in range(40)])
-    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea"))
+    sql, params = facts_search_statement(
+        tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea", tenant=tenant, user_id="u1")
+    )
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
         cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)

@@ -330,5 +330,5 @@ class TestImport:
         assert stored.occurred_at == stored.valid_from == occurred
         assert stored.metadata == {"origin": "crm", "ids": [1, 2]}
         assert stored.agent_id == "support-bot"
-        assert np.allclose(stored.embedding, embed_query("Moved to Lisbon"), atol=1e-6)
+        assert np.allclose(stored.embedding, embed_query("Moved to Lisbon", tenant=None, user_id=None), atol=1e-6)
         assert "8 May 2023" in stored.search_text

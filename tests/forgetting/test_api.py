@@ -192,7 +192,15 @@ class TestUserErasure:
         assert response.status_code == 200
         assert response.json() == {
             "user_id": "u1",
-            "deleted": {"facts": 3, "fact_events": 6, "fact_conflicts": 1, "episodes": 1, "admin_log_entries": 0},
+            "deleted": {
+                "facts": 3,
+                "fact_events": 6,
+                "fact_conflicts": 1,
+                "episodes": 1,
+                "admin_log_entries": 0,
+                "embedding_cache_rows": 0,  # (the hash embedder caches nothing: tests/privacy has the cached case)
+                "task_records": 0,
+            },
         }
         assert api.get("/api/v1/facts", {"user_id": "u1", "validity": "all"}).json()["results"] == []
         assert api.get("/api/v1/conflicts", {"user_id": "u1"}).json()["results"] == []
