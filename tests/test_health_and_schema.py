@@ -1,5 +1,11 @@
+import jsonschema
 import pytest
+import referencing
+from referencing.jsonschema import DRAFT4
 from rest_framework.test import APIClient
+
+from core.validation import IDENTIFIER_PATTERN
+from memoryproject.schema_examples import REQUEST_EXAMPLES
 
 pytestmark = pytest.mark.django_db
 
@@ -63,3 +69,74 @@ def test_docs_page_uses_bundled_assets_only():
     assert "/static/drf_spectacular_sidecar/swagger-ui-dist/" in page
     assert "cdn." not in page
     assert "unpkg" not in page
+
+
+def served_schema() -> dict:
+    return APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+
+
+def test_every_operation_documents_the_errors_it_can_answer():
+    schema = served_schema()
+
+    for path, operations in schema["paths"].items():
+        if not path.startswith("/api/v1/"):
+            continue
+        for operation in operations.values():
+            statuses = set(operation["responses"])
+            assert {"400", "401", "429", "500"} <= statuses, operation["operationId"]
+            if "{" in path:
+                assert "404" in statuses, operation["operationId"]
+            if "requestBody" in operation:
+                assert {"413", "415"} <= statuses, operation["operationId"]
+            error = operation["responses"]["401"]["content"]["application/json"]["schema"]
+            assert error == {"$ref": "#/components/schemas/Error"}
+    assert "409" in schema["paths"]["/api/v1/facts/{fact_id}/approve"]["post"]["responses"]
+    assert "503" in schema["paths"]["/api/v1/context"]["post"]["responses"]
+
+
+def test_lists_are_documented_as_pages_with_their_parameters():
+    schema = served_schema()
+
+    for path in [
+        "/api/v1/facts",
+        "/api/v1/conflicts",
+        "/api/v1/episodes",
+        "/api/v1/forget-runs",
+        "/api/v1/kb/documents",
+    ]:
+        operation = schema["paths"][path]["get"]
+        reference = operation["responses"]["200"]["content"]["application/json"]["schema"]["$ref"]
+        page = schema["components"]["schemas"][reference.rsplit("/", 1)[1]]
+        assert set(page["properties"]) == {"next", "previous", "results"}, path
+        assert page["properties"]["next"]["nullable"] is True
+        assert {"limit", "cursor"} <= {parameter["name"] for parameter in operation["parameters"]}, path
+
+
+def test_every_operation_has_an_example_request_that_fits_its_schema():
+    schema = served_schema()
+    registry = referencing.Registry().with_resource("urn:api", referencing.Resource.from_contents(schema, DRAFT4))
+    operations = {
+        operation["operationId"]: operation
+        for operations in schema["paths"].values()
+        for operation in operations.values()
+    }
+
+    assert set(operations) == set(REQUEST_EXAMPLES)
+    for operation_id, operation in operations.items():
+        body = operation.get("requestBody", {}).get("content", {}).get("application/json")
+        if body is not None:
+            assert "example" in body, operation_id
+            validator = jsonschema.Draft4Validator({"$ref": "urn:api" + body["schema"]["$ref"]}, registry=registry)
+            assert list(validator.iter_errors(body["example"])) == [], operation_id
+        for parameter in operation.get("parameters", []):
+            if parameter.get("required"):
+                assert "example" in parameter, (operation_id, parameter["name"])
+
+
+def test_the_user_id_pattern_is_in_the_schema():
+    schema = served_schema()
+    parameter = schema["paths"]["/api/v1/users/{user_id}"]["delete"]["parameters"][0]
+
+    assert parameter["schema"]["pattern"] == IDENTIFIER_PATTERN.pattern
+    listed = {parameter["name"]: parameter for parameter in schema["paths"]["/api/v1/facts"]["get"]["parameters"]}
+    assert listed["user_id"]["schema"]["pattern"] == "^[^\\s\\u0000-\\u001f]{1,255}$"
