@@ -259,3 +259,33 @@ LOGGING = {
         "sentence_transformers": {"level": "WARNING"},
     },
 }
+
+# --- Throttling (tenancy.throttling) ------------------------------------------------------------
+# Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
+# (Django's RedisCache; `pip install redis`).
+REDIS_URL = env("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "memoryproject_cache",
+            # Past MAX_ENTRIES rows the cache deletes a third of them, live counters included: keep it far away.
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+# Per API key: "N/period" (s, m, h, d, with an optional multiple: "300/10s"); empty switches a limit off.
+API_THROTTLE_RATE = env("API_THROTTLE_RATE", default="1200/min")
+API_THROTTLE_BURST = env("API_THROTTLE_BURST", default="300/10s")
+# Failed authentications (wrong, revoked or missing key) per client address; past it the address gets 429s.
+AUTH_FAILURE_THROTTLE_RATE = env("AUTH_FAILURE_THROTTLE_RATE", default="30/min")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "tenancy.throttling.ApiKeyBurstThrottle",
+    "tenancy.throttling.ApiKeyRateThrottle",
+]
+# IsAuthenticated, counting a request without a key as a failed authentication of its address.
+REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = ["tenancy.authentication.HasApiKey"]
+# Reverse proxies in front that append the client to X-Forwarded-For: 0 = the client is REMOTE_ADDR (a client
+# could otherwise pick its own address in that header).
+REST_FRAMEWORK["NUM_PROXIES"] = env.int("API_NUM_PROXIES", default=0)
