@@ -10,3 +10,10 @@ class AutoSchema(openapi.AutoSchema):
     def get_serializer_name(self, serializer, direction) -> str:
         outer, _, name = type(serializer).__qualname__.rpartition(".")
         return outer.removesuffix("Api").replace(".", "") + name
+
+
+def fact_category_values() -> list[str]:
+    """The fact categories as the API's inputs list them (values without labels), for ENUM_NAME_OVERRIDES."""
+    from facts.models import Fact
+
+    return Fact.Category.values
