@@ -262,7 +262,7 @@ LOGGING = {
 
 # --- Throttling (tenancy.throttling) ------------------------------------------------------------
 # Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
-# (Django's RedisCache; `pip install redis`).
+# (Django's RedisCache; pip install ".[redis]").
 REDIS_URL = env("REDIS_URL", default="")
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
