@@ -100,3 +100,10 @@ def request_examples_hook(result, generator, request, public):
                 if parameter["name"] in example.get("parameters", {}):
                     parameter["example"] = example["parameters"][parameter["name"]]
     return result
+
+
+def fact_category_values() -> list[str]:
+    """The fact categories as the API's inputs list them (values without labels), for ENUM_NAME_OVERRIDES."""
+    from facts.models import Fact
+
+    return Fact.Category.values

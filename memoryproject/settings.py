@@ -271,3 +271,56 @@ LOGGING = {
         "sentence_transformers": {"level": "WARNING"},
     },
 }
+
+# --- Throttling (tenancy.throttling) ------------------------------------------------------------
+# Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
+# (Django's RedisCache; pip install ".[redis]").
+REDIS_URL = env("REDIS_URL", default="")
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.db.DatabaseCache",
+            "LOCATION": "memoryproject_cache",
+            # Past MAX_ENTRIES rows the cache deletes a third of them, live counters included: keep it far away.
+            "OPTIONS": {"MAX_ENTRIES": 100_000},
+        }
+    }
+# Per API key: "N/period" (s, m, h, d, with an optional multiple: "300/10s"); empty switches a limit off.
+API_THROTTLE_RATE = env("API_THROTTLE_RATE", default="1200/min")
+API_THROTTLE_BURST = env("API_THROTTLE_BURST", default="300/10s")
+# Failed authentications (wrong, revoked or missing key) per client address; past it the address gets 429s.
+AUTH_FAILURE_THROTTLE_RATE = env("AUTH_FAILURE_THROTTLE_RATE", default="30/min")
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
+    "tenancy.throttling.ApiKeyBurstThrottle",
+    "tenancy.throttling.ApiKeyRateThrottle",
+]
+# IsAuthenticated, counting a request without a key as a failed authentication of its address.
+REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = ["tenancy.authentication.HasApiKey"]
+# Reverse proxies in front that append the client to X-Forwarded-For: 0 = the client is REMOTE_ADDR (a client
+# could otherwise pick its own address in that header).
+REST_FRAMEWORK["NUM_PROXIES"] = env.int("API_NUM_PROXIES", default=0)
+
+# --- Production security (`manage.py check --deploy`; the values to use are in .env.production.example) ---------
+# Development defaults: plain HTTP on 127.0.0.1 (make run). Behind a TLS-terminating proxy set
+# DJANGO_SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https, or the redirect loops.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# Load balancers probe health over plain HTTP, inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=False)
+# "HEADER,value": the request is HTTPS when the proxy set that header to that value.
+_proxy_ssl_header = env.list("DJANGO_SECURE_PROXY_SSL_HEADER", default=[])
+if _proxy_ssl_header and len(_proxy_ssl_header) != 2:
+    raise ImproperlyConfigured("DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value': HTTP_X_FORWARDED_PROTO,https")
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
+# Names for the two choice sets of fact categories in the OpenAPI schema (the model's, labelled, and the inputs'
+# values): without them drf_spectacular warns of a collision (W001), and check --deploy fails on its warnings.
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "FactCategoryEnum": "facts.models.Fact.Category",
+    "CategoryEnum": "memoryproject.schema.fact_category_values",
+}

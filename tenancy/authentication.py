@@ -1,10 +1,11 @@
 from dataclasses import dataclass
 
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
-from rest_framework import authentication, exceptions
+from rest_framework import authentication, exceptions, permissions
 
 from .models import ApiKey, Tenant
 from .selectors import api_key_find_active
+from .throttling import AuthFailureThrottle
 
 
 @dataclass(frozen=True)
@@ -32,18 +33,35 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keyword = "Bearer"
 
     def authenticate(self, request):
+        # An address past its failed attempts is refused before any key is looked up, a good one included.
+        failures = AuthFailureThrottle()
+        if not failures.allow_request(request):
+            raise exceptions.Throttled(failures.wait())
         header = authentication.get_authorization_header(request).decode("latin-1").split()
         if not header or header[0].lower() != self.keyword.lower():
-            return None
+            return None  # no key: HasApiKey refuses it (and counts the failure) where a key is required
         if len(header) != 2:
+            failures.record_failure(request)
             raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Bearer <key>'.")
         api_key = api_key_find_active(key=header[1])
         if api_key is None:
+            failures.record_failure(request)
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
         return ApiClient(api_key=api_key), api_key
 
     def authenticate_header(self, request):
         return f'{self.keyword} realm="api"'
+
+
+class HasApiKey(permissions.IsAuthenticated):
+    """The API's default permission: a request without a valid key is refused, and counts as a failed
+    authentication of its address (a wrong key was counted when it was looked up)."""
+
+    def has_permission(self, request, view):
+        if super().has_permission(request, view):
+            return True
+        AuthFailureThrottle().record_failure(request)  # no key at all: a wrong one fails before permissions
+        return False
 
 
 def request_tenant(request) -> Tenant:
