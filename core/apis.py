@@ -20,7 +20,8 @@ class ApiView(APIView):
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication and throttling first: 401 and 429 before 400
-        if request.query_params and not (request.method == "GET" and hasattr(self, "FilterSerializer")):
+        reads_query = request.method in ("GET", "HEAD") and hasattr(self, "FilterSerializer")  # HEAD runs get()
+        if request.query_params and not reads_query:
             raise serializers.ValidationError({name: ["Unknown query parameter."] for name in request.query_params})
         if (request.method in BODYLESS_METHODS or not self.takes_body) and _has_body(request):
             raise serializers.ValidationError({"non_field_errors": ["This operation takes no request body."]})

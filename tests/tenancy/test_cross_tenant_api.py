@@ -24,6 +24,7 @@ OBJECT_PARAMETERS = {"fact_id", "conflict_id", "episode_id", "document_id", "run
 SEARCH = {"user_id": USER_ID, "query": "PostgreSQL green tea Lisbon nurse"}
 REQUESTS = {
     ("whoami", "GET"): {},
+    ("embedding-cache", "GET"): {},
     ("context", "POST"): {"data": {**SEARCH, "include_documents": True}},
     ("facts", "GET"): {"query": {"user_id": USER_ID, "status": "active,pending,archived,rejected", "validity": "all"}},
     ("facts", "POST"): {"data": {"user_id": USER_ID, "content": "Prefers PostgreSQL for new projects"}},
