@@ -4,6 +4,7 @@ import base64
 import json
 import urllib.request
 
+from selenium.common.exceptions import WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -18,8 +19,19 @@ def click_and_wait(page: WebDriver, element: WebElement, timeout: float = 10) ->
     old = page.find_element(By.TAG_NAME, "html")
     element.click()
     wait = WebDriverWait(page, timeout)
-    wait.until(expected_conditions.staleness_of(old))
+    wait.until(lambda driver: _gone(old))
     wait.until(lambda driver: driver.execute_script("return document.readyState") == "complete")
+
+
+def _gone(element: WebElement) -> bool:
+    """staleness_of, plus the answer chromedriver gives while the old document is being torn down ("Node with given
+    id does not belong to the document"), which staleness_of lets through as an error."""
+    try:
+        return expected_conditions.staleness_of(element)(None)
+    except WebDriverException as exc:
+        if "does not belong to the document" in str(exc):
+            return True
+        raise
 
 
 def changelist_rows(page: WebDriver) -> dict[int, str]:
