@@ -11,6 +11,8 @@ from django_q.brokers.orm import ORM
 from django_q.conf import Conf
 from django_q.models import OrmQ, Task
 
+_BATCH = 10000  # ids per statement, rows per read of the queue
+
 
 class OrmBroker(ORM):
     def __init__(self, list_key: str | None = None):
@@ -44,6 +46,3 @@ def task_records_delete(*, func: str, names: Collection[str]) -> int:
     for start in range(0, len(queued), _BATCH):
         deleted += OrmQ.objects.using(Conf.ORM).filter(pk__in=queued[start : start + _BATCH]).delete()[0]
     return deleted
-
-
-_BATCH = 10000
