@@ -21,7 +21,7 @@ class MessageSerializer(BodySerializer):
         ref_name = "EpisodeMessage"  # a unique schema component name
 
     role = serializers.ChoiceField(ROLES)
-    content = serializers.CharField(trim_whitespace=False)
+    content = serializers.CharField(trim_whitespace=False, validators=[validate_visible_text])
     timestamp = TimestampField(required=False, allow_null=True)
 
 

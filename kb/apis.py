@@ -81,7 +81,7 @@ class DocumentListCreateApi(ApiView):
 
     class TextInputSerializer(BodySerializer):
         doc_id = DocIdField()
-        text = serializers.CharField(trim_whitespace=False)
+        text = serializers.CharField(trim_whitespace=False, validators=[validate_visible_text])
         title = serializers.CharField(required=False, allow_blank=True, max_length=500, default="")
         content_type = serializers.ChoiceField(POSTABLE_CONTENT_TYPES, default="markdown")
 

@@ -150,6 +150,19 @@ def test_a_query_of_zero_width_characters_is_refused(api, path):
     assert error_of(response)["details"]["query"] == ["Must contain visible characters."]
 
 
+def test_a_message_or_a_document_without_visible_characters_is_refused(api, tenant):
+    body = {"user_id": "u1", "session_id": "s1", "messages": [{"role": "user", "content": " \u200b "}]}
+
+    episode = api.post("/api/v1/episodes", body, format="json")
+    document = api.post("/api/v1/kb/documents", {"doc_id": "a.md", "text": "\n\ufeff\n"}, format="json")
+
+    assert episode.status_code == 400
+    assert error_of(episode)["details"] == {"messages": {"0": {"content": ["Must contain visible characters."]}}}
+    assert document.status_code == 400
+    assert error_of(document)["details"] == {"text": ["Must contain visible characters."]}
+    assert not Episode.objects.filter(tenant=tenant).exists()
+
+
 @pytest.mark.parametrize("content", [42, 4.5, True, ["likes tea"], {"text": "likes tea"}])
 def test_content_that_is_not_a_string_is_refused(api, tenant, content):
     response = api.post("/api/v1/facts", {"user_id": "u1", "content": content}, format="json")
