@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test lint bench clean
+.PHONY: help install run test test-external-db lint bench clean
 
 help: ## Show this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -27,6 +27,12 @@ run: install ## Migrate, ensure a demo tenant and admin, then serve API + admin 
 
 test: install ## Run the whole test suite on the embedded PostgreSQL (fails if no test ran)
 	@$(PY) -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; exit $$rc
+
+test-external-db: install ## The suite again on a second, separately configured PostgreSQL, through DATABASE_URL
+	@url=$$($(PY) -m tests.external_postgres start var/external-pg) || exit 1; \
+	DATABASE_URL="$$url" $(PY) -m pytest --ignore=tests/browser $(PYTEST_ARGS); rc=$$?; \
+	$(PY) -m tests.external_postgres stop var/external-pg; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing on purpose" >&2; exit 1; fi; exit $$rc
 
 lint: install ## Check the code: ruff (style, imports, bugs) and import-linter (the layers of the architecture)

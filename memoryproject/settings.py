@@ -90,7 +90,17 @@ else:
             "NAME": "memoryproject",
         }
     }
-DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A psycopg connection pool per process (Django's OPTIONS["pool"]): a request borrows a connection instead of
+# opening one. Its size bounds this process's connections; it replaces CONN_MAX_AGE (Django refuses both).
+DATABASE_POOL = env.bool("DATABASE_POOL", default=False)
+if DATABASE_POOL:
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
+        "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),  # seconds to wait for a free connection
+    }
+else:
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -243,11 +253,13 @@ FORGET_BATCH_SIZE = env.int("FORGET_BATCH_SIZE", default=10000)  # rows per tran
 FORGET_THROTTLE = env.float("FORGET_THROTTLE", default=1.0)
 FORGET_SWEEP_TIME = env("FORGET_SWEEP_TIME", default="03:00")  # daily sweep of every tenant, HH:MM UTC
 
-# --- Background tasks (django-q2, ORM broker) ---------------------------------------------------
+# --- Background tasks (django-q2: the ORM broker, or Redis when REDIS_URL is set) -------------------------------
+# Redis takes the queue off PostgreSQL (workers on several machines poll it without polling the database).
+REDIS_URL = env("REDIS_URL", default="")
+_BROKER = {"redis": REDIS_URL} if REDIS_URL else {"orm": "default", "broker_class": "core.queue.OrmBroker"}
 Q_CLUSTER = {
     "name": "memoryproject",
-    "orm": "default",
-    "broker_class": "core.queue.OrmBroker",  # the ORM broker, without a new connection per queued task
+    **_BROKER,  # the ORM broker: ours, without a new connection per queued task
     "workers": env.int("Q_WORKERS", default=2),
     "timeout": env.int("Q_TIMEOUT", default=300),
     "retry": env.int("Q_RETRY", default=360),
@@ -274,8 +286,7 @@ LOGGING = {
 
 # --- Throttling (tenancy.throttling) ------------------------------------------------------------
 # Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
-# (Django's RedisCache; pip install ".[redis]").
-REDIS_URL = env("REDIS_URL", default="")
+# (Django's RedisCache).
 if REDIS_URL:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
 else:

@@ -1,5 +1,6 @@
-"""End to end with a real django-q cluster: `manage.py qcluster` in its own process, the ORM broker, the test
-database. The API only queues; the cluster's worker extracts."""
+"""End to end with a real django-q cluster: `manage.py qcluster` in its own process on the test database, with
+each broker a deployment can choose: the ORM broker (the default) and Redis (REDIS_URL). The API only queues; the
+cluster's worker extracts."""
 
 import os
 import signal
@@ -12,22 +13,40 @@ from urllib.parse import quote
 import pytest
 from django.conf import settings
 from django.db import connection
+from django_q.brokers import get_broker
 from django_q.conf import Conf
-from django_q.models import OrmQ, Success
+from django_q.models import Success
 
 from episodes.models import Episode
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2, conversation
 from tests.factories import client_with_key, make_tenant
+from tests.redis_server import redis_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]  # the cluster must see committed rows
 
 DEADLINE_SECONDS = 30  # generous for a loaded machine: the wait ends as soon as the work is done
 
 
+@pytest.fixture(params=["orm", "redis"])
+def broker(request, tmp_path, monkeypatch):
+    """The broker this process queues into, as `settings` would configure it: {} for the ORM broker, or the
+    REDIS_URL of a real Redis started for the test."""
+    monkeypatch.setattr(Conf, "SYNC", False)  # queue into the broker, as in production
+    if request.param == "orm":
+        yield {}
+        return
+    with redis_server(tmp_path) as url:
+        monkeypatch.setattr(Conf, "BROKER_CLASS", None)
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", url)
+        yield {"REDIS_URL": url}
+
+
 @pytest.fixture
-def cluster(tmp_path):
-    """A django-q cluster on the test database, with the test's embedder; stopped (and waited for) afterwards."""
+def cluster(tmp_path, broker):
+    """A django-q cluster on the test database and `broker`, with the test's embedder; stopped (and waited for)
+    afterwards."""
     params = connection.get_connection_params()
     socket_path = quote(f"{params['host']}/{connection.settings_dict['NAME']}", safe="")
     env = {
@@ -37,6 +56,7 @@ def cluster(tmp_path):
         "EMBEDDING_PROVIDER": settings.EMBEDDING_PROVIDER,
         "CHAT_PROVIDER": "none",
         "Q_WORKERS": "1",
+        **broker,
     }
     log = (tmp_path / "qcluster.log").open("w+")
     process = subprocess.Popen(
@@ -70,8 +90,7 @@ def wait_for(condition, process, log) -> None:
     pytest.fail(f"the cluster did not get there in {DEADLINE_SECONDS} s; its log:\n{log.read()[-4000:]}")
 
 
-def test_a_real_cluster_extracts_in_the_background(monkeypatch, cluster):
-    monkeypatch.setattr(Conf, "SYNC", False)  # queue into the ORM broker, as in production
+def test_a_real_cluster_extracts_in_the_background(cluster):
     tenant, key = make_tenant()
     api = client_with_key(key)
 
@@ -85,7 +104,7 @@ def test_a_real_cluster_extracts_in_the_background(monkeypatch, cluster):
 
     def finished():
         episode = Episode.objects.get(pk=episode_id)
-        return episode.extraction_status == "done" and not OrmQ.objects.exists()
+        return episode.extraction_status == "done" and get_broker().queue_size() == 0
 
     wait_for(finished, process, log)
     episode = Episode.objects.get(pk=episode_id)
