@@ -1,11 +1,14 @@
 """Writes to episodic memory: store a session's messages (only what is new) and queue the background extraction
 after commit; retry it; erase a user's episodes."""
 
+import logging
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_q.conf import Conf
 from django_q.tasks import async_task
 
 from core.errors import ApplicationError
@@ -19,6 +22,7 @@ from .messages import clean_messages, time_of, too_large
 from .models import Episode
 
 EXTRACT_TASK = "episodes.tasks.episode_extract"
+logger = logging.getLogger(__name__)
 
 
 Status = Episode.ExtractionStatus
@@ -95,13 +99,40 @@ def episode_store(
 
 
 def _enqueue_after_commit(episode_id: int) -> None:
-    """Queue the extraction once the messages are committed (the task must see them). Robust: the messages are
-    stored either way, and a lost task is what POST /episodes/{id}/retry is for."""
-    transaction.on_commit(lambda: _enqueue(episode_id), robust=True)
+    """Queue the extraction once the messages are committed (the task must see them). When the broker cannot take
+    it (Redis down), the caller hears 503, yet the messages are stored: episodes_requeue queues it again later."""
+    transaction.on_commit(lambda: _enqueue(episode_id), robust=Conf.SYNC)
 
 
 def _enqueue(episode_id: int) -> None:
-    async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
+    if Conf.SYNC:  # the task runs here and now (the tests): what it raises is its own failure, already recorded
+        async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
+        return
+    try:
+        async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
+    except Exception as exc:  # noqa: BLE001 - whatever the broker raises (redis, database), the answer is the same
+        logger.warning("episode %s stored, its extraction not queued: %s", episode_id, exc)
+        raise ApplicationError(
+            "The episode is stored, but the task queue is unavailable: its extraction will be queued again "
+            "automatically when the queue is back.",
+            code="queue_unavailable",
+            status_code=503,
+            details={"episode_id": episode_id},
+        ) from None
+
+
+def episodes_requeue(*, older_than: timedelta) -> int:
+    """Queue again the extraction of every episode still pending `older_than` after its last change: one whose
+    task was lost (the broker was down, or a worker died with it). A task still queued runs twice at worst, and the
+    second run finds nothing new. Across tenants: the scheduler runs it. Returns how many were queued."""
+    stalled = Episode.objects.filter(
+        extraction_status=Status.PENDING, updated_at__lt=timezone.now() - older_than
+    ).values_list("pk", flat=True)
+    queued = 0
+    for episode_id in stalled.iterator(chunk_size=1000):
+        _enqueue(episode_id)  # a broker still down raises: the next run tries again
+        queued += 1
+    return queued
 
 
 def _task_name(episode_id: int) -> str:

@@ -225,6 +225,8 @@ EPISODES_MAX_EPISODE_CHARS = env.int("EPISODES_MAX_EPISODE_CHARS", default=20000
 EPISODES_EXTRACT_MIN_USER_CHARS = env.int("EPISODES_EXTRACT_MIN_USER_CHARS", default=20)
 # Runs of one extraction (first try + retries) before the episode stays failed until retried by hand.
 EPISODES_EXTRACTION_MAX_ATTEMPTS = env.int("EPISODES_EXTRACTION_MAX_ATTEMPTS", default=3)
+# An episode still pending this long after its last post lost its task (a broker outage): it is queued again.
+EPISODES_REQUEUE_AFTER_MINUTES = env.int("EPISODES_REQUEUE_AFTER_MINUTES", default=10)
 # Longest summary kept (characters), from the chat model or the offline extractive summariser.
 EPISODES_SUMMARY_MAX_CHARS = env.int("EPISODES_SUMMARY_MAX_CHARS", default=600)
 # Most conversation text sent to the chat model in one summary call (the newest messages are kept).

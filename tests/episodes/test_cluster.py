@@ -104,7 +104,8 @@ def test_a_real_cluster_extracts_in_the_background(cluster):
 
     def finished():
         episode = Episode.objects.get(pk=episode_id)
-        return episode.extraction_status == "done" and get_broker().queue_size() == 0
+        results = Success.objects.filter(func="episodes.tasks.episode_extract").count()
+        return episode.extraction_status == "done" and results == 2 and get_broker().queue_size() == 0
 
     wait_for(finished, process, log)
     episode = Episode.objects.get(pk=episode_id)
