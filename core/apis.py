@@ -7,6 +7,7 @@ from rest_framework import serializers
 from rest_framework.views import APIView
 
 from .pagination import CursorPage
+from .replicas import replica_reads_end, replica_reads_start
 
 BODYLESS_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "DELETE"})
 
@@ -17,14 +18,26 @@ class ApiView(APIView):
     only act, such as approve)."""
 
     takes_body = True
+    # A POST that only reads (searches, context) may be answered from a replica, as every GET may (core.replicas).
+    reads_only = False
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)  # authentication and throttling first: 401 and 429 before 400
+        if request.method in ("GET", "HEAD") or self.reads_only:
+            # After authentication: a key issued a moment ago is on the primary before it reaches the replica.
+            self._replica_token = replica_reads_start()
         reads_query = request.method in ("GET", "HEAD") and hasattr(self, "FilterSerializer")  # HEAD runs get()
         if request.query_params and not reads_query:
             raise serializers.ValidationError({name: ["Unknown query parameter."] for name in request.query_params})
         if (request.method in BODYLESS_METHODS or not self.takes_body) and _has_body(request):
             raise serializers.ValidationError({"non_field_errors": ["This operation takes no request body."]})
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        token = getattr(self, "_replica_token", None)
+        if token is not None:
+            replica_reads_end(token)
+            self._replica_token = None
+        return super().finalize_response(request, response, *args, **kwargs)
 
 
 def _has_body(request) -> bool:

@@ -153,6 +153,8 @@ class ScoredEpisodeOutputSerializer(serializers.Serializer):
 
 
 class EpisodeSearchApi(ApiView):
+    reads_only = True  # may be answered from a replica (core.replicas)
+
     class InputSerializer(BodySerializer):
         class Meta:
             ref_name = "EpisodeSearchInput"  # a unique schema component name

@@ -5,13 +5,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connections
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
+from core.replicas import read_alias
 from facts.models import Fact
 from tenancy.models import Tenant
 
@@ -117,7 +118,7 @@ def episodes_search(
         ),
         keyword_score=keyword_score(keywords, bm25),
     )
-    with connection.cursor() as cursor:
+    with connections[read_alias()].cursor() as cursor:  # the replica inside replica_reads()
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     scoped = Episode.objects.filter(tenant=tenant).defer("search_text", "search_vector", "embedding")

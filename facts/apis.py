@@ -285,6 +285,8 @@ class SearchFiltersSerializer(BodySerializer):
 
 
 class FactSearchApi(ApiView):
+    reads_only = True  # may be answered from a replica (core.replicas)
+
     class InputSerializer(SearchFiltersSerializer):
         limit = serializers.IntegerField(min_value=1, max_value=100, default=10)
         include_pending = serializers.BooleanField(default=False)

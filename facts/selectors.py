@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
-from django.db import connection
+from django.db import connection, connections
 from django.db.models import Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -11,6 +11,7 @@ from pgvector.django import CosineDistance
 from ai.services import active_embedding_model, embed_query
 from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
+from core.replicas import read_alias
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent
@@ -185,7 +186,7 @@ def facts_search(
         occurred_after=occurred_after,
         occurred_before=occurred_before,
     )
-    with connection.cursor() as cursor:
+    with connections[read_alias()].cursor() as cursor:  # the replica inside replica_reads()
         parse_timestamps_in_c(cursor)
         cursor.execute(sql, params)
         rows = cursor.fetchall()

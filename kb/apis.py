@@ -160,6 +160,8 @@ class DocumentDetailApi(ApiView):
 
 
 class SearchApi(ApiView):
+    reads_only = True  # may be answered from a replica (core.replicas)
+
     class InputSerializer(BodySerializer):
         query = serializers.CharField(max_length=4000, validators=[validate_visible_text])
         limit = serializers.IntegerField(min_value=1, max_value=50, default=10)

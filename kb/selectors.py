@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connections, transaction
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery
+from core.replicas import read_alias
 from tenancy.models import Tenant
 
 from .models import Document, KBChunk
@@ -168,7 +169,8 @@ def kb_search(
     vector = embed_query(query, tenant=tenant, user_id=None) if vector is None else vector
     keywords = KeywordQuery(query)
     sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
-    with transaction.atomic(), connection.cursor() as cursor:
+    alias = read_alias()  # the replica inside replica_reads(); chosen before the transaction, which it pins
+    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
         # almost nothing; relaxed order is fine because the candidates are re-scored below.
         cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
@@ -177,7 +179,7 @@ def kb_search(
         cursor.execute(sql, params)
         rows = cursor.fetchall()
         # A read: rolling back ends the SET LOCALs here, even inside a caller's transaction.
-        transaction.set_rollback(True)
+        transaction.set_rollback(True, using=alias)
     return _fused(rows, limit, term_count=len(keywords))
 
 

@@ -101,6 +101,13 @@ if DATABASE_POOL:
     }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A streaming replica of the primary: the API's reads (lists, gets, searches, context) go there (core.replicas).
+if env("DATABASE_REPLICA_URL", default=""):
+    DATABASES["replica"] = {
+        **env.db("DATABASE_REPLICA_URL"),
+        "CONN_MAX_AGE": DATABASES["default"].get("CONN_MAX_AGE", 0),
+    }
+    DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

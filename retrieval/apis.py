@@ -16,6 +16,8 @@ class ContextApi(ApiView):
     """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
     Facts that make it into the text count as used (they live longer under the forgetting policy)."""
 
+    reads_only = True  # may be answered from a replica (core.replicas)
+
     class InputSerializer(SearchFiltersSerializer):
         max_tokens = serializers.IntegerField(min_value=50, max_value=32000, required=False)
         include_documents = serializers.BooleanField(default=True)
