@@ -101,6 +101,8 @@ if DATABASE_POOL:
     }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# Behind PgBouncer in transaction mode a server-side cursor (what .iterator() uses) cannot outlive its transaction.
+DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
 # A streaming replica of the primary: the API's reads (lists, gets, searches, context) go there (core.replicas).
 if env("DATABASE_REPLICA_URL", default=""):
     DATABASES["replica"] = {
