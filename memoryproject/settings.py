@@ -255,6 +255,9 @@ Q_CLUSTER = {
     "catch_up": False,
     "sync": False,
 }
+# GET /api/health/ready fails (503) when no worker ran the heartbeat schedule (every minute; django-q's scheduler
+# wakes every 30 s) for this many seconds; 0 switches the check off (a deployment without a qcluster).
+WORKER_HEARTBEAT_MAX_AGE = env.int("WORKER_HEARTBEAT_MAX_AGE", default=180)
 
 LOGGING = {
     "version": 1,
@@ -307,7 +310,7 @@ REST_FRAMEWORK["NUM_PROXIES"] = env.int("API_NUM_PROXIES", default=0)
 # DJANGO_SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https, or the redirect loops.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers probe health over plain HTTP, inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
+SECURE_REDIRECT_EXEMPT = [r"^api/health(/live|/ready)?$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
