@@ -50,6 +50,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.middleware.RequestContextMiddleware",  # first: request id, access line and metrics for every response
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ApiErrorMiddleware",  # outside the rest, so that their errors under /api/ are JSON too
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -259,11 +260,18 @@ Q_CLUSTER = {
 # wakes every 30 s) for this many seconds; 0 switches the check off (a deployment without a qcluster).
 WORKER_HEARTBEAT_MAX_AGE = env.int("WORKER_HEARTBEAT_MAX_AGE", default=180)
 
+# json: one object per line for a log collector (the default when DJANGO_DEBUG is false); plain: for a terminal.
+LOG_FORMAT = env("LOG_FORMAT", default="plain" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_context": {"()": "core.logs.RequestContextFilter"}},
+    "formatters": {"plain": {"()": "core.logs.PlainFormatter"}, "json": {"()": "core.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
         # pgserver logs whole server logs at ERROR; our EmbeddedPostgresError already names the cause.
@@ -272,6 +280,10 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
+        # Never memory text in logs: SQL parameters hold fact content (logged at DEBUG when DJANGO_DEBUG is on), and
+        # runserver's lines hold query strings; the "access" logger writes one line per request instead.
+        "django.db.backends": {"level": "INFO"},
+        "django.server": {"level": "CRITICAL"},
     },
 }
 
