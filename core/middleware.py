@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 
 from .api_errors import error_body
+from .metrics import request_observe
 from .request_context import request_id_from, request_id_var, route_of, route_var, tenant_id_var
 
 logger = logging.getLogger("django.request")
@@ -54,8 +55,9 @@ class RequestContextMiddleware:
         try:
             response = self.get_response(request)
             response["X-Request-ID"] = request_id
-            route = route_of(request)
-            latency_ms = round((time.perf_counter() - started) * 1000, 2)
+            seconds = time.perf_counter() - started
+            route, latency_ms = route_of(request), round(seconds * 1000, 2)
+            request_observe(route=route, method=request.method, status=response.status_code, seconds=seconds)
             access_logger.log(
                 logging.DEBUG if route in QUIET_ROUTES else logging.INFO,
                 "%s %s %s %.1f ms",

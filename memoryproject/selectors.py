@@ -1,14 +1,18 @@
-"""Reads of the operations side: is this process ready to serve?"""
+"""Reads of the operations side: is this process ready to serve, and how long are the queues?"""
 
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Count
 from django.utils import timezone
+from django_q.conf import Conf
+from django_q.models import OrmQ
 
 from ai.embedders import embedder_readiness
 from core.db import database_status
+from facts.models import Fact, FactConflict
 
 from .models import WorkerHeartbeat
 
@@ -62,3 +66,26 @@ def _worker_check() -> str:
     if age > max_age:
         return f"the last worker heartbeat is {age:.0f} s old (WORKER_HEARTBEAT_MAX_AGE is {max_age} s)"
     return OK
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Numbers across every tenant, for the metrics scrape: no tenant's text, only counts by tenant id."""
+
+    queued_tasks: int
+    pending_facts: dict[int, int]  # tenant id -> facts pending review (tenants without any left out)
+    open_conflicts: dict[int, int]  # tenant id -> open conflicts
+
+
+def backlog_counts() -> Backlog:
+    """Three small queries: django-q's queue (rows waiting or running), facts pending review and open conflicts."""
+
+    def by_tenant(queryset) -> dict[int, int]:
+        rows = queryset.values("tenant_id").annotate(count=Count("id")).order_by("tenant_id")
+        return {row["tenant_id"]: row["count"] for row in rows}
+
+    return Backlog(
+        queued_tasks=OrmQ.objects.using(Conf.ORM).count(),
+        pending_facts=by_tenant(Fact.objects.filter(status=Fact.Status.PENDING)),
+        open_conflicts=by_tenant(FactConflict.objects.filter(status=FactConflict.Status.OPEN)),
+    )

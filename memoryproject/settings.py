@@ -287,6 +287,10 @@ LOGGING = {
     },
 }
 
+# GET /metrics (Prometheus) answers only with `Authorization: Bearer <METRICS_TOKEN>`; unset, it is 404. With several
+# server processes, set PROMETHEUS_MULTIPROC_DIR (an empty folder, per host) in the environment of every one of them.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
+
 # --- Throttling (tenancy.throttling) ------------------------------------------------------------
 # Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
 # (Django's RedisCache; pip install ".[redis]").
