@@ -41,7 +41,8 @@ def api_error_response(status: int, message: str, *, code: str | None = None, de
 class RequestContextMiddleware:
     """The outermost middleware. Gives the request its id (the client's X-Request-ID when it is short and plain,
     else a new one), returned in X-Request-ID on every response and carried by every log line of the request; writes
-    one access line per request: route (the URL pattern, never the path or query), method, status, latency."""
+    one access line per request and its latency metric: route (the URL pattern, never the path or query), method,
+    status, latency."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -49,8 +50,11 @@ class RequestContextMiddleware:
     def __call__(self, request):
         request_id = request_id_from(request.headers.get("X-Request-ID"))
         request.request_id = request_id
-        tokens = [(var, var.set(value)) for var, value in ((request_id_var, request_id), (tenant_id_var, None))]
-        tokens.append((route_var, route_var.set(None)))
+        # Set (and reset below) all three, so that nothing of a previous request on this thread leaks into this one.
+        tokens = [
+            (var, var.set(value))
+            for var, value in [(request_id_var, request_id), (tenant_id_var, None), (route_var, None)]
+        ]
         started = time.perf_counter()
         try:
             response = self.get_response(request)
