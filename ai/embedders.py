@@ -67,7 +67,57 @@ class EmbedderConfig:
 
 def get_embedder() -> Embedder:
     """The embedder the settings ask for; built once per process and configuration."""
-    return _build_embedder(EmbedderConfig.from_settings())
+    config = EmbedderConfig.from_settings()
+    embedder = _build_embedder(config)
+    _built.add(config)
+    return embedder
+
+
+_built: set[EmbedderConfig] = set()  # configurations whose embedder this process holds (lru_cache has no lookup)
+_preload_lock = threading.Lock()
+_preload_thread: threading.Thread | None = None
+_preload_errors: dict[EmbedderConfig, str] = {}
+
+
+def embedder_loaded() -> bool:
+    """Whether this process already holds the embedder the settings ask for (its model in memory); never builds it."""
+    return EmbedderConfig.from_settings() in _built
+
+
+def embedder_readiness() -> str | None:
+    """None when the embedder the settings ask for is ready in this process, else why not, at once.
+
+    The local model takes ~4 s to load: the first call starts loading it in a background thread and every call
+    answers "loading" until it is in memory (a readiness probe turns ready by itself; a failed load is retried by
+    the next call). The hash and openai providers have no model: they are built on the spot."""
+    global _preload_thread
+    config = EmbedderConfig.from_settings()
+    if config in _built:
+        return None
+    if config.provider != "local":
+        try:
+            get_embedder()
+        except AIProviderError as exc:
+            return exc.message
+        return None
+    with _preload_lock:
+        if _preload_thread is not None and _preload_thread.is_alive():
+            return "The local embedding model is loading."
+        error = _preload_errors.pop(config, None)
+        _preload_thread = threading.Thread(target=_preload, args=(config,), name="embedder-preload", daemon=True)
+        _preload_thread.start()
+    if error:
+        return f"The local embedding model failed to load (retrying): {error}"
+    return "The local embedding model is loading."
+
+
+def _preload(config: EmbedderConfig) -> None:
+    try:
+        _build_embedder(config)
+    except Exception as exc:  # reported by the next readiness call, which tries again
+        _preload_errors[config] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        return
+    _built.add(config)
 
 
 @functools.lru_cache(maxsize=8)

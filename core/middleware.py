@@ -1,6 +1,7 @@
 """Everything under /api/ answers in the API's error shape, whatever went wrong and wherever (DEBUG on or off)."""
 
 import logging
+import time
 from http import HTTPStatus
 
 from django.conf import settings
@@ -8,8 +9,13 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 
 from .api_errors import error_body
+from .metrics import request_observe
+from .request_context import request_id_from, request_id_var, route_of, route_var, tenant_id_var
 
 logger = logging.getLogger("django.request")
+access_logger = logging.getLogger("access")
+# Probes and scrapes come every few seconds: their access lines are DEBUG, out of the way at LOG_LEVEL=INFO.
+QUIET_ROUTES = frozenset({"/api/health/live", "/api/health/ready", "/metrics"})
 
 API_PREFIX = "/api/"
 # A status Django or a library answered with HTML, and the code the API's shape gives it.
@@ -30,6 +36,53 @@ STATUS_CODES = {
 def api_error_response(status: int, message: str, *, code: str | None = None, details: dict | None = None):
     code = code or STATUS_CODES.get(status, "error")
     return JsonResponse(error_body(code, message, details), status=status)
+
+
+class RequestContextMiddleware:
+    """The outermost middleware. Gives the request its id (the client's X-Request-ID when it is short and plain,
+    else a new one), returned in X-Request-ID on every response and carried by every log line of the request; writes
+    one access line per request and its latency metric: route (the URL pattern, never the path or query), method,
+    status, latency."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        request_id = request_id_from(request.headers.get("X-Request-ID"))
+        request.request_id = request_id
+        # Set (and reset below) all three, so that nothing of a previous request on this thread leaks into this one.
+        tokens = [
+            (var, var.set(value))
+            for var, value in [(request_id_var, request_id), (tenant_id_var, None), (route_var, None)]
+        ]
+        started = time.perf_counter()
+        try:
+            response = self.get_response(request)
+            response["X-Request-ID"] = request_id
+            seconds = time.perf_counter() - started
+            route, latency_ms = route_of(request), round(seconds * 1000, 2)
+            request_observe(route=route, method=request.method, status=response.status_code, seconds=seconds)
+            access_logger.log(
+                logging.DEBUG if route in QUIET_ROUTES else logging.INFO,
+                "%s %s %s %.1f ms",
+                request.method,
+                route,
+                response.status_code,
+                latency_ms,
+                extra={
+                    "route": route,
+                    "method": request.method,
+                    "status": response.status_code,
+                    "latency_ms": latency_ms,
+                },
+            )
+            return response
+        finally:
+            for var, token in reversed(tokens):
+                var.reset(token)
+
+    def process_view(self, request, view_func, view_args, view_kwargs):
+        route_var.set(route_of(request))  # from here on, every log line of the request names its route
 
 
 class ApiErrorMiddleware:
@@ -56,7 +109,7 @@ class ApiErrorMiddleware:
             return None
         if isinstance(exception, RequestDataTooBig):
             return _payload_too_large(settings.API_MAX_BODY_BYTES)
-        logger.error("Unhandled error on %s %s", request.method, request.path, exc_info=exception)
+        logger.error("Unhandled error on %s %s", request.method, route_of(request), exc_info=exception)
         return api_error_response(500, "The server failed to answer this request; the error is logged.")
 
 

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
+from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from facts.models import Fact
 from tenancy.models import Tenant
@@ -76,6 +77,7 @@ _VECTOR_SCORE = (
 )
 
 
+@timed(SEARCH_SECONDS, operation="episodes_search")
 def episodes_search(
     *,
     tenant: Tenant,

@@ -11,6 +11,7 @@ from pgvector.django import CosineDistance
 from ai.services import active_embedding_model, embed_query
 from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
+from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from tenancy.models import Tenant
 
@@ -147,6 +148,7 @@ _AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a col
 MIN_CANDIDATES = 20  # what MMR chooses from at least; LoCoMo recall@10 is the same with 20, 30 or 40
 
 
+@timed(SEARCH_SECONDS, operation="facts_search")
 def facts_search(
     *,
     tenant: Tenant,

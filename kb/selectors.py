@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 from ai.services import active_embedding_model, embed_query
 from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery
+from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from tenancy.models import Tenant
 
@@ -141,6 +142,7 @@ WHERE d.tenant_id = %(tenant)s
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
+@timed(SEARCH_SECONDS, operation="kb_search")
 def kb_search(
     *,
     tenant: Tenant,

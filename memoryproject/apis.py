@@ -1,5 +1,5 @@
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
@@ -7,15 +7,58 @@ from rest_framework.response import Response
 from ai.checks import embedding_dimension_problems
 from ai.embedders import get_embedder
 from ai.errors import AIProviderError
+from core.api_errors import error_body
 from core.apis import ApiView
 from core.db import database_status
 
+from .selectors import readiness_check
 
-class HealthApi(ApiView):
-    """Liveness and readiness: is the database reachable, with pgvector, and which embedder is configured."""
+
+class PublicApiView(ApiView):
+    """For probes: no API key (so no tenant, and no throttle counts it: they count per key), nothing of any tenant."""
 
     authentication_classes: list = []
     permission_classes = [AllowAny]
+    throttle_classes: list = []
+
+
+class LiveApi(PublicApiView):
+    """Liveness: the process answers. Touches nothing else (no database), so a slow database never gets a healthy
+    process restarted."""
+
+    @extend_schema(
+        operation_id="health_live",
+        responses=inline_serializer("HealthLive", {"status": serializers.CharField()}),
+    )
+    def get(self, request):
+        return Response({"status": "ok"})
+
+
+class ReadyApi(PublicApiView):
+    """Readiness: this process can serve requests (database with pgvector, embedder loaded, a worker alive)."""
+
+    @extend_schema(
+        operation_id="health_ready",
+        responses={
+            200: inline_serializer(
+                "HealthReady", {"status": serializers.CharField(), "checks": serializers.DictField()}
+            ),
+            503: OpenApiResponse(description="Not ready: the message names what is not, `details` has every check."),
+        },
+    )
+    def get(self, request):
+        readiness = readiness_check()
+        if readiness.ready:
+            return Response({"status": "ok", "checks": readiness.checks})
+        failing = "; ".join(f"{name}: {why}" for name, why in readiness.failing.items())
+        return Response(
+            error_body("not_ready", f"Not ready. {failing}", readiness.checks),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+
+
+class HealthApi(PublicApiView):
+    """The detailed view: is the database reachable, with pgvector, and which embedder is configured (builds it)."""
 
     @extend_schema(
         responses=inline_serializer(

@@ -53,10 +53,18 @@ MODEL_OPERATIONS = {
 }  # fmt: skip
 
 
+# Probes outside /api/v1 whose documented error answers are in the error shape (the view gives the description).
+PROBE_ERROR_STATUSES = {"health_ready": ["503"]}
+
+
 def error_responses_hook(result, generator, request, public):
     """Every status an operation can answer, in the API's one error shape (core.api_errors)."""
     result["components"]["schemas"]["Error"] = ERROR_SCHEMA
+    error_content = {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
     for path, operations in result["paths"].items():
+        for operation in operations.values():
+            for status in PROBE_ERROR_STATUSES.get(operation["operationId"], []):
+                operation["responses"][status]["content"] = error_content
         if not path.startswith("/api/v1/"):
             continue
         for operation in operations.values():

@@ -3,6 +3,8 @@ operation has one and that each example body is accepted by the running API)."""
 
 REQUEST_EXAMPLES: dict[str, dict] = {
     "health_retrieve": {},
+    "health_live": {},
+    "health_ready": {},
     "whoami": {},
     "embedding_cache_stats": {},
     # facts

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "core.middleware.RequestContextMiddleware",  # first: request id, access line and metrics for every response
     "django.middleware.security.SecurityMiddleware",
     "core.middleware.ApiErrorMiddleware",  # outside the rest, so that their errors under /api/ are JSON too
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -278,12 +279,22 @@ Q_CLUSTER = {
     "catch_up": False,
     "sync": False,
 }
+# GET /api/health/ready fails (503) when no worker ran the heartbeat schedule (every minute; django-q's scheduler
+# wakes every 30 s) for this many seconds; 0 switches the check off (a deployment without a qcluster).
+WORKER_HEARTBEAT_MAX_AGE = env.int("WORKER_HEARTBEAT_MAX_AGE", default=180)
 
+# json: one object per line for a log collector (the default when DJANGO_DEBUG is false); plain: for a terminal.
+LOG_FORMAT = env("LOG_FORMAT", default="plain" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "plain"):
+    raise ImproperlyConfigured(f"LOG_FORMAT must be json or plain, not {LOG_FORMAT!r}.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_context": {"()": "core.logs.RequestContextFilter"}},
+    "formatters": {"plain": {"()": "core.logs.PlainFormatter"}, "json": {"()": "core.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["request_context"]}
+    },
     "root": {"handlers": ["console"], "level": env("LOG_LEVEL", default="INFO")},
     "loggers": {
         # pgserver logs whole server logs at ERROR; our EmbeddedPostgresError already names the cause.
@@ -292,8 +303,16 @@ LOGGING = {
         "httpx": {"level": "WARNING"},
         "httpx2": {"level": "WARNING"},
         "sentence_transformers": {"level": "WARNING"},
+        # Never memory text in logs: SQL parameters hold fact content (logged at DEBUG when DJANGO_DEBUG is on), and
+        # runserver's lines hold query strings; the "access" logger writes one line per request instead.
+        "django.db.backends": {"level": "INFO"},
+        "django.server": {"level": "CRITICAL"},
     },
 }
+
+# GET /metrics (Prometheus) answers only with `Authorization: Bearer <METRICS_TOKEN>`; unset, it is 404. With several
+# server processes, set PROMETHEUS_MULTIPROC_DIR (an empty folder, per host) in the environment of every one of them.
+METRICS_TOKEN = env("METRICS_TOKEN", default="")
 
 # --- Throttling (tenancy.throttling) ------------------------------------------------------------
 # Counters shared by every process: the database cache table (made by `migrate`), or Redis when REDIS_URL is set
@@ -329,7 +348,7 @@ REST_FRAMEWORK["NUM_PROXIES"] = env.int("API_NUM_PROXIES", default=0)
 # DJANGO_SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO,https, or the redirect loops.
 SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
 # Load balancers probe health over plain HTTP, inside the network.
-SECURE_REDIRECT_EXEMPT = [r"^api/health$"]
+SECURE_REDIRECT_EXEMPT = [r"^api/health(/live|/ready)?$", r"^metrics$"]
 SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)

@@ -5,11 +5,15 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from retrieval.apis import ContextApi
 from tenancy.apis import WhoAmIApi
 
-from .apis import HealthApi
+from .apis import HealthApi, LiveApi, ReadyApi
+from .metrics import metrics_view
 
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/health", HealthApi.as_view(), name="health"),
+    path("api/health/live", LiveApi.as_view(), name="health-live"),
+    path("api/health/ready", ReadyApi.as_view(), name="health-ready"),
+    path("metrics", metrics_view, name="metrics"),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),

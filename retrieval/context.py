@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from ai.services import embed_query
+from core.metrics import CONTEXT_BUILD_SECONDS, timed
 from core.text import estimate_tokens
 from facts.models import Fact
 from facts.selectors import ScoredFact, facts_active_count, facts_search
@@ -38,6 +39,7 @@ def fact_citation(fact: Fact) -> str:
     return f"fact:{fact.pk}, {when:%Y-%m-%d}" if when else f"fact:{fact.pk}"
 
 
+@timed(CONTEXT_BUILD_SECONDS)
 def context_build(
     *,
     tenant: Tenant,

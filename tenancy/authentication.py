@@ -3,6 +3,8 @@ from dataclasses import dataclass
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 
+from core.request_context import tenant_id_set
+
 from .models import ApiKey, Tenant
 from .selectors import api_key_find_active
 from .throttling import AuthFailureThrottle
@@ -47,6 +49,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if api_key is None:
             failures.record_failure(request)
             raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+        tenant_id_set(api_key.tenant_id)  # every log line of the request names its tenant from here on
         return ApiClient(api_key=api_key), api_key
 
     def authenticate_header(self, request):

@@ -17,6 +17,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from facts.models import Fact, FactConflict
+from memoryproject.services import worker_heartbeat_record
 from tests.factories import make_fact, make_tenant
 
 # bench/fuzz_api.py raises the examples and changes the seed through these.
@@ -32,6 +33,7 @@ def tenant_key(transactional_db):
     old = make_fact(tenant=tenant, user_id="alice", content="Lives in Lisbon")
     new = make_fact(tenant=tenant, user_id="alice", content="Lives in Porto", status=Fact.Status.PENDING)
     FactConflict.objects.create(tenant=tenant, user_id="alice", existing_fact=old, new_fact=new, reason="city")
+    worker_heartbeat_record()  # a worker is alive: /api/health/ready answers 200, not a 5xx
     return key
 
 

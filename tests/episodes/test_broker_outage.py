@@ -2,15 +2,19 @@
 hears 503 naming the episode, and its extraction is queued again once the broker is back."""
 
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 from django_q.brokers import get_broker
 from django_q.conf import Conf
+from django_q.models import Schedule
 
 from core.errors import ApplicationError
 from episodes.models import Episode
 from episodes.services import episodes_requeue
+from episodes.tasks import episodes_requeue as episodes_requeue_task
 from tests.episodes.factories import TURN_1, conversation
 from tests.factories import client_with_key, make_tenant
 from tests.redis_server import redis_server
@@ -65,3 +69,27 @@ def test_the_requeue_leaves_recent_and_finished_episodes_alone(redis_broker, tmp
 
         assert episodes_requeue(older_than=timedelta(minutes=10)) == 0
         assert get_broker().queue_size() == 0
+
+
+def test_the_requeue_runs_on_a_schedule_declared_once():
+    for _ in range(2):
+        call_command("setup_schedules", stdout=StringIO())
+
+    [schedule] = Schedule.objects.filter(name="episodes-requeue")
+    assert (schedule.func, schedule.schedule_type, schedule.minutes) == (
+        "episodes.tasks.episodes_requeue",
+        Schedule.MINUTES,
+        5,
+    )
+
+
+def test_the_task_takes_its_age_from_the_setting(redis_broker, tmp_path, settings):
+    tenant, _ = make_tenant()
+    settings.EPISODES_REQUEUE_AFTER_MINUTES = 30
+    with redis_server(tmp_path) as url:
+        redis_broker(url)
+        episode = Episode.objects.create(tenant=tenant, user_id="u1", session_id="a", messages=[], message_count=0)
+        Episode.objects.filter(pk=episode.pk).update(updated_at=timezone.now() - timedelta(minutes=20))
+        assert episodes_requeue_task() == 0
+        Episode.objects.filter(pk=episode.pk).update(updated_at=timezone.now() - timedelta(minutes=40))
+        assert episodes_requeue_task() == 1

@@ -36,6 +36,7 @@ NOT_TENANT_DATA = {
     "django_q.task",
     "django_q.success",
     "django_q.failure",
+    "memoryproject.workerheartbeat",  # a cluster name and a time
 }
 
 

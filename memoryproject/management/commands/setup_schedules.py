@@ -18,7 +18,7 @@ def _daily_at(at: str) -> time:
 def schedules() -> list[dict]:
     """Every periodic job of the project, by unique name. Add new ones here; `setup_schedules` keeps them in step.
 
-    `at` is the time of day (UTC) of a daily job.
+    `at` is the time of day (UTC) of a daily job; a job without one first runs at once.
     """
     return [
         {
@@ -26,6 +26,23 @@ def schedules() -> list[dict]:
             "func": "forgetting.tasks.forget_sweep",
             "schedule_type": Schedule.DAILY,
             "at": _daily_at(settings.FORGET_SWEEP_TIME),
+        },
+        {
+            # Readiness (GET /api/health/ready) checks that a worker ran it lately. Every minute is django-q's
+            # finest interval (its scheduler wakes every 30 s, so a run may come up to 30 s late).
+            "name": "worker-heartbeat",
+            "func": "memoryproject.tasks.worker_heartbeat",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "at": None,
+        },
+        {
+            # Episodes whose extraction task was lost (the queue was down when they were posted) are queued again.
+            "name": "episodes-requeue",
+            "func": "episodes.tasks.episodes_requeue",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 5,
+            "at": None,
         },
     ]
 
@@ -49,10 +66,13 @@ class Command(BaseCommand):
                     existing.exclude(pk=first.pk).delete()
                 # An existing schedule keeps its next run (a run missed while the server was down still happens)
                 # unless the time of day changed.
-                keep = first is not None and first.next_run and first.next_run.astimezone(UTC).timetz() == at
+                if at is None:
+                    keep = first is not None and first.next_run is not None
+                else:
+                    keep = first is not None and first.next_run and first.next_run.astimezone(UTC).timetz() == at
                 defaults = {"repeats": -1, "args": None, "kwargs": None, **declared}
                 if not keep:
-                    defaults["next_run"] = _next(at)
+                    defaults["next_run"] = timezone.now() if at is None else _next(at)
                 schedule, created = Schedule.objects.update_or_create(name=name, defaults=defaults)
                 self.stdout.write(
                     f"{'Created' if created else 'Updated'} schedule {name!r}: {schedule.func}, "

@@ -1,0 +1,125 @@
+"""The probes: /api/health/live answers without the database, /api/health/ready says what is not ready."""
+
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from django_q.brokers import get_broker
+from django_q.models import Schedule
+from django_q.scheduler import scheduler
+from rest_framework.test import APIClient
+
+from ai import embedders
+from memoryproject.models import WorkerHeartbeat
+from memoryproject.services import worker_heartbeat_record
+
+
+def test_live_answers_without_touching_the_database():
+    # No django_db mark: a query would fail the test ("Database access not allowed").
+    response = APIClient().get("/api/health/live")
+
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok"}
+
+
+def run_due_schedules() -> None:
+    """What the cluster's scheduler does every 30 s; with Q_CLUSTER sync (test settings) the task runs inline."""
+    scheduler(broker=get_broker())
+
+
+@pytest.mark.django_db
+class TestReady:
+    def test_ready_once_the_scheduled_heartbeat_has_run(self):
+        call_command("setup_schedules", stdout=StringIO())
+        before = APIClient().get("/api/health/ready")
+
+        run_due_schedules()
+        after = APIClient().get("/api/health/ready")
+
+        assert before.status_code == 503
+        assert before.json()["error"]["code"] == "not_ready"
+        assert "worker" in before.json()["error"]["message"]
+        assert WorkerHeartbeat.objects.get().beat_at > timezone.now() - timedelta(seconds=10)
+        assert after.status_code == 200
+        assert after.json() == {
+            "status": "ok",
+            "checks": {"database": "ok", "pgvector": "ok", "embedder": "ok", "worker": "ok"},
+        }
+
+    def test_an_old_heartbeat_is_not_ready_and_says_so(self, settings):
+        settings.WORKER_HEARTBEAT_MAX_AGE = 120
+        heartbeat = worker_heartbeat_record()
+        WorkerHeartbeat.objects.filter(pk=heartbeat.pk).update(beat_at=timezone.now() - timedelta(seconds=300))
+
+        response = APIClient().get("/api/health/ready")
+
+        assert response.status_code == 503
+        error = response.json()["error"]
+        assert "the last worker heartbeat is 300 s old (WORKER_HEARTBEAT_MAX_AGE is 120 s)" in error["message"]
+        assert error["details"]["database"] == "ok"
+        assert error["details"]["worker"].startswith("the last worker heartbeat is 300 s old")
+
+    def test_the_worker_check_can_be_switched_off(self, settings):
+        settings.WORKER_HEARTBEAT_MAX_AGE = 0
+
+        assert APIClient().get("/api/health/ready").status_code == 200
+
+    def test_a_misconfigured_embedder_is_not_ready(self, settings):
+        worker_heartbeat_record()
+        settings.EMBEDDING_PROVIDER = "word2vec"
+
+        response = APIClient().get("/api/health/ready")
+
+        assert response.status_code == 503
+        assert response.json()["error"]["details"]["embedder"] == (
+            "Unknown EMBEDDING_PROVIDER 'word2vec': use local, openai or hash."
+        )
+
+    def test_ready_reads_no_tenant_data_and_is_cheap(self):
+        worker_heartbeat_record()
+
+        with CaptureQueriesContext(connection) as queries:
+            response = APIClient().get("/api/health/ready")
+
+        assert response.status_code == 200
+        assert len(queries) <= 4
+        assert not any("tenancy_" in query["sql"] or "facts_" in query["sql"] for query in queries)
+
+    def test_probes_are_never_throttled(self, settings):
+        settings.AUTH_FAILURE_THROTTLE_RATE = "2/min"
+        settings.WORKER_HEARTBEAT_MAX_AGE = 0
+
+        statuses = {APIClient().get(path).status_code for path in ["/api/health/live", "/api/health/ready"] * 5}
+
+        assert statuses == {200}
+
+
+def test_the_local_model_loads_in_the_background_and_a_failure_is_reported(settings, tmp_path):
+    settings.EMBEDDING_PROVIDER = "local"
+    settings.LOCAL_EMBEDDING_MODEL_PATH = str(tmp_path / "no-such-model")
+
+    first = embedders.embedder_readiness()
+    embedders._preload_thread.join(timeout=30)
+    second = embedders.embedder_readiness()
+    embedders._preload_thread.join(timeout=30)
+
+    assert first == "The local embedding model is loading."
+    assert second.startswith("The local embedding model failed to load (retrying): ")
+    assert embedders.embedder_loaded() is False
+
+
+def test_setup_schedules_declares_the_heartbeat_once(db):
+    for _ in range(2):
+        call_command("setup_schedules", stdout=StringIO())
+
+    [schedule] = Schedule.objects.filter(name="worker-heartbeat")
+    assert (schedule.func, schedule.schedule_type, schedule.minutes) == (
+        "memoryproject.tasks.worker_heartbeat",
+        Schedule.MINUTES,
+        1,
+    )
+    assert schedule.next_run <= timezone.now()
