@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand
 
 class Command(BaseCommand):
     help = (
-        "Run the web server (API + admin) and the django-q cluster together; Ctrl-C stops both. "
-        "They share the embedded PostgreSQL, which stops when the last of them exits."
+        "Run the web server (gunicorn with gunicorn.conf.py, as in production: API + admin + static files) and the "
+        "django-q cluster together; Ctrl-C or SIGTERM stops both. They share the embedded PostgreSQL, which stops "
+        "when the last of them exits."
     )
 
     def add_arguments(self, parser):
@@ -20,7 +21,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, addrport: str, no_worker: bool, **options):
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-        commands = {"web": [*manage, "runserver", addrport, "--noreload", "--insecure"]}
+        web = [sys.executable, "-m", "gunicorn", "--chdir", str(settings.BASE_DIR), "--config", "gunicorn.conf.py"]
+        commands = {"web": [*web, "--bind", addrport]}
         if not no_worker:
             commands["worker"] = [*manage, "qcluster"]
         # Handled explicitly: a shell may start us with SIGINT ignored, and SIGTERM should stop cleanly too
