@@ -2,7 +2,9 @@
 POST /api/v1/facts/search and POST /api/v1/context with the local embedder, at 1, 4 and 16 concurrent clients.
 Prints requests/s and p50/p95 per server; asserts nothing.
 
-    .venv/bin/python bench/serving.py [--seconds 5] [--rounds 2] [--workers 2] [--threads 4]
+    .venv/bin/python bench/serving.py [--seconds 5] [--rounds 2] [--workers 2] [--threads 4] [--servers ...]
+
+EMBEDDING_THREADS in the environment applies to every server (EMBEDDING_THREADS=2 ... compares the thread count).
 
 Starts the three servers itself on a throwaway embedded database (its own data folder), seeds one tenant with
 1,000 facts of one user, then runs interleaved rounds (every server in each round, in a rotating order) so that
@@ -156,9 +158,13 @@ def main() -> None:
     parser.add_argument("--clients", default="1,4,16")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (runserver is one process)")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
+    parser.add_argument("--servers", default="", help="only these, comma-separated (e.g. 'gunicorn gthread')")
     args = parser.parse_args()
+    chosen = servers(args.workers, args.threads)
+    if args.servers:
+        chosen = {name: chosen[name] for name in args.servers.split(",")}
     key = seed()
-    started = {name: start(name, command) for name, command in servers(args.workers, args.threads).items()}
+    started = {name: start(name, command) for name, command in chosen.items()}
     try:
         for process, port in started.values():
             wait_ready(process, port, key)
