@@ -168,8 +168,9 @@ EMBEDDING_MAX_INPUT_CHARS = env.int("EMBEDDING_MAX_INPUT_CHARS", default=8000)
 EMBEDDING_SEND_DIMENSIONS = env("EMBEDDING_SEND_DIMENSIONS", default="auto")
 EMBEDDING_CACHE = env.bool("EMBEDDING_CACHE", default=True)
 # Torch threads of the local model in each process (torch.set_num_threads); 0 = torch's default (every core).
-# One thread per web worker: a query is a 10-token batch, which more threads hardly speed up, while each extra
-# thread per worker competes with the other workers for the same cores (bench/serving.py).
+# One per process: a query is a ~10-token batch that a second thread hardly speeds up (1 client: 48 vs 46 ms p50),
+# while under load extra threads fight the other workers for the cores (16 clients, 2 workers on 2 cores: 36 vs 29
+# searches/s with 1 thread vs 2; bench/serving.py --servers "gunicorn gthread", EMBEDDING_THREADS=1 and 2).
 EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
