@@ -4,6 +4,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# make's targets are development: a secret key generated once under var/ unless DJANGO_SECRET_KEY is set.
+export DJANGO_ENV ?= development
 
 .DEFAULT_GOAL := help
 .PHONY: help install run test test-external-db lint bench clean
@@ -19,8 +21,9 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP) ## Create .venv and install the project with its dev and offline-model extras
 
-run: install ## Migrate, ensure a demo tenant and admin, then serve API + admin + worker on 127.0.0.1:8000
+run: install ## Migrate, collect static files, ensure a demo tenant and admin, then serve (gunicorn + worker) on 127.0.0.1:8000
 	$(PY) manage.py migrate --noinput
+	$(PY) manage.py collectstatic --noinput --verbosity 0
 	$(PY) manage.py setup_schedules
 	$(PY) manage.py bootstrap_demo
 	$(PY) manage.py serve

@@ -46,6 +46,7 @@ class EmbedderConfig:
     base_url: str | None
     timeout: float
     max_retries: int
+    threads: int = 0
 
     @classmethod
     def from_settings(cls) -> "EmbedderConfig":
@@ -62,6 +63,7 @@ class EmbedderConfig:
             base_url=settings.OPENAI_BASE_URL,
             timeout=settings.OPENAI_TIMEOUT,
             max_retries=settings.OPENAI_MAX_RETRIES,
+            threads=settings.EMBEDDING_THREADS,
         )
 
 
@@ -118,6 +120,15 @@ def _preload(config: EmbedderConfig) -> None:
         _preload_errors[config] = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         return
     _built.add(config)
+
+
+def embedder_warm_up() -> Embedder:
+    """Build the configured embedder, and run a local model once, so that the first request pays neither the
+    load (~4 s) nor the first call's set-up (web workers call it as they start). A remote endpoint is not called."""
+    embedder = get_embedder()
+    if isinstance(embedder, LocalEmbedder):
+        embedder.embed(["warm up"])
+    return embedder
 
 
 @functools.lru_cache(maxsize=8)
@@ -219,8 +230,12 @@ class LocalEmbedder:
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        if config.threads > 0:
+            torch.set_num_threads(config.threads)  # process-wide: bounds what one request's embedding takes
+        self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self._lock = threading.Lock()  # torch modules are not safe to call from several threads at once
         self.batch_size = config.batch_size

@@ -9,19 +9,25 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
+from .settings_checks import check_production_secret_key, database_from_url, development_secret_key, refuse
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 if (BASE_DIR / ".env").is_file():
     env.read_env(BASE_DIR / ".env")
 
-DEBUG = env.bool("DJANGO_DEBUG", default=True)
-# Development gets a throwaway key; anything else must set its own.
+# production (the default) or development (`make run`, the tests): development may run without a secret key of
+# its own, and gets one generated once under var/.
+DJANGO_ENV = env("DJANGO_ENV", default="production")
+if DJANGO_ENV not in ("production", "development"):
+    refuse(f"DJANGO_ENV must be production or development, not {DJANGO_ENV!r}.")
+DEBUG = env.bool("DJANGO_DEBUG", default=False)  # DEBUG only when asked for, development included
 SECRET_KEY = env("DJANGO_SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is false.")
-    SECRET_KEY = "dev-only-insecure-key-do-not-use-in-production"
+if DJANGO_ENV == "development":
+    SECRET_KEY = SECRET_KEY or development_secret_key(BASE_DIR / "var" / "secret_key")
+else:
+    check_production_secret_key(SECRET_KEY)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -52,6 +58,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "core.middleware.RequestContextMiddleware",  # first: request id, access line and metrics for every response
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files (admin, Swagger UI) from the app server itself
     "core.middleware.ApiErrorMiddleware",  # outside the rest, so that their errors under /api/ are JSON too
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -83,7 +90,7 @@ TEMPLATES = [
 # DATABASE_URL wins; without it an embedded PostgreSQL 18 + pgvector starts on first use.
 EMBEDDED_PG_DATA_DIR = Path(env("EMBEDDED_PG_DATA_DIR", default=str(BASE_DIR / "var" / "pgdata")))
 if env("DATABASE_URL", default=""):
-    DATABASES = {"default": env.db("DATABASE_URL")}
+    DATABASES = {"default": database_from_url(env("DATABASE_URL"))}
 else:
     DATABASES = {
         "default": {
@@ -126,7 +133,12 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT = Path(env("DJANGO_STATIC_ROOT", default=str(BASE_DIR / "var" / "static")))  # what collectstatic fills
+# `collectstatic` (make run does it) compresses the files and names them by content, so they are cached forever.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
 
 # --- API ----------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -175,6 +187,11 @@ EMBEDDING_MAX_INPUT_CHARS = env.int("EMBEDDING_MAX_INPUT_CHARS", default=8000)
 # Send `dimensions` to the endpoint (only models such as text-embedding-3-* accept it); auto = by model name.
 EMBEDDING_SEND_DIMENSIONS = env("EMBEDDING_SEND_DIMENSIONS", default="auto")
 EMBEDDING_CACHE = env.bool("EMBEDDING_CACHE", default=True)
+# Torch threads of the local model in each process (torch.set_num_threads); 0 = torch's default (every core).
+# One per process: a query is a ~10-token batch that a second thread hardly speeds up (1 client: 48 vs 46 ms p50),
+# while under load extra threads fight the other workers for the cores (16 clients, 2 workers on 2 cores: 36 vs 29
+# searches/s with 1 thread vs 2; bench/serving.py --servers "gunicorn gthread", EMBEDDING_THREADS=1 and 2).
+EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None  # None: the client's default (api.openai.com)

@@ -45,6 +45,7 @@ def check_deploy(tmp_path, **environment) -> subprocess.CompletedProcess:
 def test_check_deploy_is_clean_with_the_documented_production_values(tmp_path):
     values = production_values()
     assert values["DJANGO_DEBUG"] == "false"
+    assert values["DJANGO_ENV"] == "production"
     assert values["DJANGO_SECRET_KEY"] == "replace-me"  # a placeholder, which check --deploy refuses (below)
 
     done = check_deploy(tmp_path, **{**values, "DJANGO_SECRET_KEY": secrets.token_urlsafe(50)})
@@ -55,7 +56,8 @@ def test_check_deploy_is_clean_with_the_documented_production_values(tmp_path):
 
 @pytest.mark.slow
 def test_check_deploy_names_each_missing_setting(tmp_path):
-    done = check_deploy(tmp_path, DJANGO_DEBUG="false", DJANGO_SECRET_KEY="replace-me")
+    # Development: production would not start on the placeholder key at all (tests/test_start_refusals.py).
+    done = check_deploy(tmp_path, DJANGO_ENV="development", DJANGO_DEBUG="false", DJANGO_SECRET_KEY="replace-me")
 
     assert done.returncode != 0
     for warning in ["W004", "W008", "W009", "W012", "W016"]:  # HSTS, redirect, weak key, both cookies
@@ -64,7 +66,7 @@ def test_check_deploy_names_each_missing_setting(tmp_path):
 
 
 def test_a_malformed_proxy_header_setting_is_refused(tmp_path):
-    done = check_deploy(tmp_path, DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO")
+    done = check_deploy(tmp_path, DJANGO_ENV="development", DJANGO_SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO")
 
     assert done.returncode != 0
     assert "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value'" in done.stderr

@@ -10,8 +10,9 @@ from django.core.management.base import BaseCommand
 
 class Command(BaseCommand):
     help = (
-        "Run the web server (API + admin) and the django-q cluster together; Ctrl-C stops both. "
-        "They share the embedded PostgreSQL, which stops when the last of them exits."
+        "Run the web server (gunicorn with gunicorn.conf.py, as in production: API + admin + static files) and the "
+        "django-q cluster together; Ctrl-C or SIGTERM stops both. They share the embedded PostgreSQL, which stops "
+        "when the last of them exits."
     )
 
     def add_arguments(self, parser):
@@ -20,7 +21,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, addrport: str, no_worker: bool, **options):
         manage = [sys.executable, str(settings.BASE_DIR / "manage.py")]
-        commands = {"web": [*manage, "runserver", addrport, "--noreload", "--insecure"]}
+        web = [sys.executable, "-m", "gunicorn", "--chdir", str(settings.BASE_DIR), "--config", "gunicorn.conf.py"]
+        commands = {"web": [*web, "--bind", addrport]}
         if not no_worker:
             commands["worker"] = [*manage, "qcluster"]
         # Handled explicitly: a shell may start us with SIGINT ignored, and SIGTERM should stop cleanly too
@@ -28,7 +30,13 @@ class Command(BaseCommand):
         signal.signal(signal.SIGINT, _interrupt)
         signal.signal(signal.SIGTERM, _interrupt)
         # Own sessions: Ctrl-C reaches only us, and we stop the children once, in order.
-        children = {name: subprocess.Popen(command, start_new_session=True) for name, command in commands.items()}
+        # The web server's workers add up their metrics in one folder (the worker's process keeps its own, unused).
+        metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(settings.BASE_DIR / "var" / "prometheus")
+        environments = {"web": {**os.environ, "PROMETHEUS_MULTIPROC_DIR": metrics_dir}, "worker": None}
+        children = {
+            name: subprocess.Popen(command, start_new_session=True, env=environments[name])
+            for name, command in commands.items()
+        }
         self.stdout.write(f"Serving on http://{addrport}/ (admin at /admin/); press Ctrl-C to stop.")
         exit_code = 0
         try:

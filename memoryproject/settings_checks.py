@@ -1,0 +1,70 @@
+"""Settings that must be right before anything starts: a wrong one ends the process with one line naming it.
+
+SystemExit rather than ImproperlyConfigured: manage.py, gunicorn and the django-q cluster then all print the
+message alone, not a traceback that buries it.
+"""
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import environ
+
+# The placeholder of .env.production.example: copying the file without replacing it must not start.
+PLACEHOLDER_SECRET_KEYS = {"replace-me", "dev-only-insecure-key-do-not-use-in-production"}
+
+
+def refuse(message: str) -> None:
+    raise SystemExit(f"memoryproject: {message}")
+
+
+def check_production_secret_key(secret_key: str) -> None:
+    """Django's own rule for a strong key (check --deploy's security.W009), enforced at start in production."""
+    fix = 'generate one: python -c "import secrets; print(secrets.token_urlsafe(50))"'
+    if not secret_key:
+        refuse(f"DJANGO_SECRET_KEY is not set (DJANGO_ENV=production): {fix}, or set DJANGO_ENV=development.")
+    if secret_key in PLACEHOLDER_SECRET_KEYS or secret_key.startswith("django-insecure-"):
+        refuse(f"DJANGO_SECRET_KEY is a placeholder: {fix}.")
+    if len(secret_key) < 50 or len(set(secret_key)) < 5:
+        refuse(f"DJANGO_SECRET_KEY is too weak (at least 50 characters, 5 different ones): {fix}.")
+
+
+def development_secret_key(path: Path) -> str:
+    """The development key kept in `path` (mode 0600), made on first use; processes starting together agree."""
+    if path.exists():
+        return _read_key(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as stream:
+        stream.write(secrets.token_urlsafe(50))
+    try:
+        os.link(draft, path)  # atomic and exclusive: whoever links first wins, the others read the winner's key
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> str:
+    key = path.read_text().strip()
+    if not key:
+        refuse(f"{path} is empty: delete it (a new development secret key is made) or set DJANGO_SECRET_KEY.")
+    return key
+
+
+def database_from_url(url: str) -> dict:
+    """DATABASE_URL parsed, or one line saying why it is not a PostgreSQL URL (never echoing its password)."""
+    example = "postgres://USER:PASSWORD@HOST:5432/NAME"
+    scheme = urlsplit(url).scheme
+    if scheme not in ("postgres", "postgresql", "pgsql", "postgis"):
+        refuse(f"DATABASE_URL must be a PostgreSQL URL like {example} (scheme {scheme or 'missing'!r}).")
+    try:
+        config = environ.Env.db_url_config(url)
+    except (ValueError, KeyError) as exc:
+        refuse(f"DATABASE_URL is malformed ({exc}): expected {example}.")
+    if not config.get("NAME"):
+        refuse(f"DATABASE_URL names no database: expected {example}.")
+    return config
