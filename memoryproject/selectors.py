@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.db.models import Count
 from django.utils import timezone
+from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import OrmQ
 
@@ -49,7 +50,18 @@ def readiness_check() -> Readiness:
     checks["embedder"] = embedder_readiness() or OK
     if db.reachable:
         checks["worker"] = _worker_check()
+    checks["queue"] = _broker_check()
     return Readiness(checks=checks)
+
+
+def _broker_check() -> str:
+    """Can tasks be queued? The ORM broker is the database (checked above); Redis must answer a PING."""
+    try:
+        get_broker().ping()
+    except Exception as exc:  # noqa: BLE001 - whatever redis-py raises, the queue cannot take tasks
+        cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"the task queue (REDIS_URL) does not answer: {cause}"
+    return OK
 
 
 def _worker_check() -> str:

@@ -9,7 +9,13 @@ from pathlib import Path
 import environ
 from django.core.exceptions import ImproperlyConfigured
 
-from .settings_checks import check_production_secret_key, database_from_url, development_secret_key, refuse
+from .settings_checks import (
+    check_production_secret_key,
+    database_from_url,
+    development_secret_key,
+    redis_url_check,
+    refuse,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -284,7 +290,7 @@ FORGET_SWEEP_TIME = env("FORGET_SWEEP_TIME", default="03:00")  # daily sweep of 
 
 # --- Background tasks (django-q2: the ORM broker, or Redis when REDIS_URL is set) -------------------------------
 # Redis takes the queue off PostgreSQL (workers on several machines poll it without polling the database).
-REDIS_URL = env("REDIS_URL", default="")
+REDIS_URL = redis_url_check(env("REDIS_URL")) if env("REDIS_URL", default="") else ""
 _BROKER = {"redis": REDIS_URL} if REDIS_URL else {"orm": "default", "broker_class": "core.queue.OrmBroker"}
 Q_CLUSTER = {
     "name": "memoryproject",

@@ -68,3 +68,20 @@ def database_from_url(url: str) -> dict:
     if not config.get("NAME"):
         refuse(f"DATABASE_URL names no database: expected {example}.")
     return config
+
+
+def redis_url_check(url: str) -> str:
+    """REDIS_URL as given, or one line saying why redis-py could not use it (never echoing its password)."""
+    example = "redis://HOST:6379/0 (rediss:// for TLS, unix:///path/redis.sock)"
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix"):
+        refuse(f"REDIS_URL must be a Redis URL like {example} (scheme {parts.scheme or 'missing'!r}).")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        refuse(f"REDIS_URL has a port that is not a number: expected {example}.")
+    if parts.scheme != "unix" and not parts.hostname:
+        refuse(f"REDIS_URL names no host: expected {example}.")
+    if parts.scheme == "unix" and not parts.path:
+        refuse(f"REDIS_URL names no socket path: expected {example}.")
+    return url

@@ -9,6 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_q.brokers import get_broker
+from django_q.conf import Conf
 from django_q.models import Schedule
 from django_q.scheduler import scheduler
 from rest_framework.test import APIClient
@@ -16,6 +17,7 @@ from rest_framework.test import APIClient
 from ai import embedders
 from memoryproject.models import WorkerHeartbeat
 from memoryproject.services import worker_heartbeat_record
+from tests.redis_server import redis_server
 
 
 def test_live_answers_without_touching_the_database():
@@ -47,7 +49,7 @@ class TestReady:
         assert after.status_code == 200
         assert after.json() == {
             "status": "ok",
-            "checks": {"database": "ok", "pgvector": "ok", "embedder": "ok", "worker": "ok"},
+            "checks": {"database": "ok", "pgvector": "ok", "embedder": "ok", "worker": "ok", "queue": "ok"},
         }
 
     def test_an_old_heartbeat_is_not_ready_and_says_so(self, settings):
@@ -62,6 +64,21 @@ class TestReady:
         assert "the last worker heartbeat is 300 s old (WORKER_HEARTBEAT_MAX_AGE is 120 s)" in error["message"]
         assert error["details"]["database"] == "ok"
         assert error["details"]["worker"].startswith("the last worker heartbeat is 300 s old")
+
+    def test_a_redis_broker_that_does_not_answer_is_not_ready(self, settings, monkeypatch, tmp_path):
+        settings.WORKER_HEARTBEAT_MAX_AGE = 0
+        monkeypatch.setattr(Conf, "BROKER_CLASS", None)
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", f"unix://{tmp_path}/nobody-listens.sock")
+
+        down = APIClient().get("/api/health/ready")
+        with redis_server(tmp_path) as url:
+            monkeypatch.setattr(Conf, "REDIS", url)
+            back = APIClient().get("/api/health/ready")
+
+        assert down.status_code == 503
+        assert down.json()["error"]["details"]["queue"].startswith("the task queue (REDIS_URL) does not answer")
+        assert back.status_code == 200
 
     def test_the_worker_check_can_be_switched_off(self, settings):
         settings.WORKER_HEARTBEAT_MAX_AGE = 0

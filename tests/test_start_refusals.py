@@ -69,6 +69,24 @@ def test_a_malformed_database_url_is_refused_in_one_line_without_its_password(tm
     assert "secret-password" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("localhost:6379", "REDIS_URL must be a Redis URL"),
+        ("http://redis.internal:6379/0", "REDIS_URL must be a Redis URL"),
+        ("redis://:secret-password@redis.internal:port/0", "REDIS_URL has a port that is not a number"),
+        ("redis://:secret-password@/0", "REDIS_URL names no host"),
+    ],
+)
+def test_a_malformed_redis_url_is_refused_in_one_line_without_its_password(tmp_path, url, says):
+    done = start(tmp_path, MANAGE_CHECK, DJANGO_SECRET_KEY=secrets.token_urlsafe(50), REDIS_URL=url)
+
+    assert done.returncode == 1
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert says in done.stderr
+    assert "secret-password" not in done.stderr
+
+
 @pytest.mark.slow
 def test_gunicorn_stops_at_once_on_a_missing_secret_key_instead_of_booting_workers(tmp_path):
     done = start(tmp_path, GUNICORN)
