@@ -16,7 +16,7 @@ GLOBAL_MODELS = {
     "auth.Permission", "auth.Group", "auth.Group_permissions", "auth.User", "auth.User_groups",
     "auth.User_user_permissions", "contenttypes.ContentType", "sessions.Session", "admin.LogEntry",
     "django_q.Schedule", "django_q.Task", "django_q.Success", "django_q.Failure", "django_q.OrmQ",
-    "tenancy.Tenant",
+    "tenancy.Tenant", "memoryproject.WorkerHeartbeat",  # one row per worker cluster: operations, no tenant's data
 }  # fmt: skip
 # Unique constraints without tenant_id, and what the plan does with each.
 UNIQUE_WITHOUT_TENANT = {

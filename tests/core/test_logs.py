@@ -3,6 +3,7 @@
 import io
 import json
 import logging
+import secrets
 import subprocess
 import sys
 
@@ -148,7 +149,7 @@ def test_log_format_defaults_to_json_in_production_and_plain_in_development(debu
             "PATH": "/usr/bin:/bin",
             "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
             "DJANGO_DEBUG": debug,
-            "DJANGO_SECRET_KEY": "x" * 50,
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(50),
             "EMBEDDED_PG_DATA_DIR": str(tmp_path),
             "EMBEDDING_PROVIDER": "hash",
         },

@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import redis
 from django.conf import settings as django_settings
+from django.core.cache import caches
 from django.core.cache.backends.db import DatabaseCache
 from django.core.management import call_command
 from django.db import connection
@@ -16,6 +18,7 @@ from rest_framework.test import APIClient
 from tenancy.services import api_key_create, api_key_revoke
 from tenancy.throttling import FixedWindowThrottle, address_bucket, rate_parse
 from tests.factories import client_with_key
+from tests.redis_server import redis_server
 
 pytestmark = pytest.mark.django_db
 
@@ -233,3 +236,17 @@ def test_a_bad_rate_fails_the_system_check(settings, rate):
 
     with pytest.raises(Exception, match="API_THROTTLE_RATE"):
         call_command("check")
+
+
+def test_on_redis_the_counters_are_atomic_increments_shared_by_every_client(api, settings, clock, tmp_path):
+    """REDIS_URL: the counters live in a real Redis (Django's RedisCache), where incr is Redis's own INCR."""
+    with redis_server(tmp_path) as url:
+        settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}}
+        settings.API_THROTTLE_BURST = "3/10s"
+
+        assert statuses(api, 3) == [200, 200, 200]
+        assert_throttled(api.get("/api/v1/whoami"), retry_after=10)
+        server = redis.Redis.from_url(url)
+        [key] = server.keys("*api_key_burst*")
+        assert int(server.get(key)) == 3
+        assert type(caches["default"]).__name__ == "RedisCache"
