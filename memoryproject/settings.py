@@ -120,7 +120,7 @@ DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE
 # A streaming replica of the primary: the API's reads (lists, gets, searches, context) go there (core.replicas).
 if env("DATABASE_REPLICA_URL", default=""):
     DATABASES["replica"] = {
-        **env.db("DATABASE_REPLICA_URL"),
+        **database_from_url(env("DATABASE_REPLICA_URL"), variable="DATABASE_REPLICA_URL"),
         "CONN_MAX_AGE": DATABASES["default"].get("CONN_MAX_AGE", 0),
     }
     DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]

@@ -55,18 +55,19 @@ def _read_key(path: Path) -> str:
     return key
 
 
-def database_from_url(url: str) -> dict:
-    """DATABASE_URL parsed, or one line saying why it is not a PostgreSQL URL (never echoing its password)."""
+def database_from_url(url: str, *, variable: str = "DATABASE_URL") -> dict:
+    """A database URL (`variable` names the setting) parsed, or one line saying why it is not a PostgreSQL URL
+    (never echoing its password)."""
     example = "postgres://USER:PASSWORD@HOST:5432/NAME"
     scheme = urlsplit(url).scheme
     if scheme not in ("postgres", "postgresql", "pgsql", "postgis"):
-        refuse(f"DATABASE_URL must be a PostgreSQL URL like {example} (scheme {scheme or 'missing'!r}).")
+        refuse(f"{variable} must be a PostgreSQL URL like {example} (scheme {scheme or 'missing'!r}).")
     try:
         config = environ.Env.db_url_config(url)
     except (ValueError, KeyError) as exc:
-        refuse(f"DATABASE_URL is malformed ({exc}): expected {example}.")
+        refuse(f"{variable} is malformed ({exc}): expected {example}.")
     if not config.get("NAME"):
-        refuse(f"DATABASE_URL names no database: expected {example}.")
+        refuse(f"{variable} names no database: expected {example}.")
     return config
 
 

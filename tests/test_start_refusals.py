@@ -58,6 +58,7 @@ def test_production_refuses_a_missing_or_weak_secret_key_in_one_line(tmp_path, s
         ("DATABASE_URL", "mysql://user:secret-password@db/name", "DATABASE_URL must be a PostgreSQL URL"),
         ("DATABASE_URL", "postgres://user:secret-password@db:port/name", "DATABASE_URL is malformed"),
         ("DATABASE_URL", "postgres://user:secret-password@db:5432/", "DATABASE_URL names no database"),
+        ("DATABASE_REPLICA_URL", "mysql://user:secret-password@db/name", "DATABASE_REPLICA_URL must be a PostgreSQL"),
         ("REDIS_URL", "localhost:6379", "REDIS_URL must be a Redis URL"),
         ("REDIS_URL", "http://redis.internal:6379/0", "REDIS_URL must be a Redis URL"),
         ("REDIS_URL", "redis://:secret-password@redis.internal:port/0", "REDIS_URL has a port that is not a number"),
