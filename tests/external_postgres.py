@@ -35,7 +35,8 @@ def start(data_dir: Path) -> str:
 
 
 def stop(data_dir: Path) -> None:
-    _server(data_dir).cleanup()
+    """pg_ctl stop (cleanup() would only drop this process's handle: the server was started to outlive it)."""
+    _server(data_dir).stop()
 
 
 def _server(data_dir: Path):
