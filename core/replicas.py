@@ -1,10 +1,9 @@
 """Reads that a replica may answer. With DATABASE_REPLICA_URL set, settings add a `replica` database and this
-router: inside `replica_reads()` (the API's read operations: lists, gets, searches, context) the ORM's reads and the
+router: between replica_reads_start() and replica_reads_end() (core.apis.ApiView does it for the API's read
+operations: lists, gets, searches, context) the ORM's reads and the
 searches' own statements go to the replica; writes, and reads inside a transaction on the primary (a service
 reading what it is about to change), always go to the primary. Without a replica everything is the primary."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from contextvars import ContextVar
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -13,17 +12,8 @@ REPLICA = "replica"
 _on_replica: ContextVar[bool] = ContextVar("reads_on_replica", default=False)
 
 
-@contextmanager
-def replica_reads() -> Iterator[None]:
-    token = _on_replica.set(True)
-    try:
-        yield
-    finally:
-        _on_replica.reset(token)
-
-
 def replica_reads_start():
-    """For a caller that cannot wrap a block (a view's start and end): pass the token to replica_reads_end."""
+    """Reads from here on may go to the replica; pass the token to replica_reads_end."""
     return _on_replica.set(True)
 
 

@@ -120,7 +120,7 @@ def episodes_search(
         ),
         keyword_score=keyword_score(keywords, bm25),
     )
-    with connections[read_alias()].cursor() as cursor:  # the replica inside replica_reads()
+    with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
     scoped = Episode.objects.filter(tenant=tenant).defer("search_text", "search_vector", "embedding")

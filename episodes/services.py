@@ -105,12 +105,11 @@ def _enqueue_after_commit(episode_id: int) -> None:
 
 
 def _enqueue(episode_id: int) -> None:
-    if Conf.SYNC:  # the task runs here and now (the tests): what it raises is its own failure, already recorded
-        async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
-        return
     try:
         async_task(EXTRACT_TASK, episode_id, task_name=_task_name(episode_id), group="episodes")
     except Exception as exc:  # noqa: BLE001 - whatever the broker raises (redis, database), the answer is the same
+        if Conf.SYNC:  # the task ran inline (the tests): this is its own failure, already recorded on the episode
+            raise
         logger.warning("episode %s stored, its extraction not queued: %s", episode_id, exc)
         raise ApplicationError(
             "The episode is stored, but the task queue is unavailable: its extraction will be queued again "

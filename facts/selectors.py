@@ -188,7 +188,7 @@ def facts_search(
         occurred_after=occurred_after,
         occurred_before=occurred_before,
     )
-    with connections[read_alias()].cursor() as cursor:  # the replica inside replica_reads()
+    with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
         parse_timestamps_in_c(cursor)
         cursor.execute(sql, params)
         rows = cursor.fetchall()

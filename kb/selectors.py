@@ -171,7 +171,7 @@ def kb_search(
     vector = embed_query(query, tenant=tenant, user_id=None) if vector is None else vector
     keywords = KeywordQuery(query)
     sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
-    alias = read_alias()  # the replica inside replica_reads(); chosen before the transaction, which it pins
+    alias = read_alias()  # the replica during an API read (core.replicas); chosen before the transaction, which it pins
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
         # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
         # almost nothing; relaxed order is fine because the candidates are re-scored below.

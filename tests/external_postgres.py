@@ -10,7 +10,7 @@ database the role creates (the tests' included) has it.
 import sys
 import warnings
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote, urlparse
 
 ROLE = "memoryproject_app"
 PASSWORD = "external-db-password"  # a throwaway server of the test run; the socket is only the owner's
@@ -30,8 +30,31 @@ def start(data_dir: Path) -> str:
     for database in ("template1", DATABASE):
         with psycopg.connect(host=socket_dir, user="postgres", dbname=database, autocommit=True) as admin:
             admin.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    # A socket folder in the host's place, percent-encoded with the database name: how django-environ reads it.
-    return f"postgres://{ROLE}:{PASSWORD}@/{quote(f'{socket_dir}/{DATABASE}', safe='')}"
+    return socket_url(socket_dir=socket_dir, database=DATABASE, user=ROLE, password=PASSWORD)
+
+
+def socket_url(*, socket_dir: str, database: str, user: str, password: str | None = None) -> str:
+    """A DATABASE_URL for a server on a unix socket: the socket folder in the host's place, percent-encoded with the
+    database name, which is how django-environ reads it."""
+    credentials = f"{user}:{password}" if password else user
+    return f"postgres://{credentials}@/{quote(f'{socket_dir}/{database}', safe='')}"
+
+
+def current_database_url() -> str:
+    """The DATABASE_URL of the database this test process uses, for the processes a test starts."""
+    from django.db import connection
+
+    params = connection.get_connection_params()
+    return socket_url(socket_dir=params["host"], database=connection.settings_dict["NAME"], user=params["user"])
+
+
+def connect(url: str):
+    """A psycopg connection to what a socket_url names."""
+    import psycopg
+
+    parsed = urlparse(url)
+    socket_dir, database = unquote(parsed.path[1:]).rsplit("/", 1)
+    return psycopg.connect(host=socket_dir, user=parsed.username, password=parsed.password, dbname=database)
 
 
 def stop(data_dir: Path) -> None:

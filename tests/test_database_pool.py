@@ -6,11 +6,11 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.db import connection
+
+from tests.external_postgres import current_database_url
 
 pytestmark = pytest.mark.django_db
 
@@ -37,12 +37,10 @@ print(json.dumps({"pooled": connection.pool is not None, "pids": pids}))
 
 
 def run(pool: bool) -> dict:
-    params = connection.get_connection_params()
-    socket_path = quote(f"{params['host']}/{connection.settings_dict['NAME']}", safe="")
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
-        "DATABASE_URL": f"postgres://{params['user']}@/{socket_path}",
+        "DATABASE_URL": current_database_url(),
         "DATABASE_POOL": "true" if pool else "false",
         "DATABASE_POOL_MAX_SIZE": "4",
     }

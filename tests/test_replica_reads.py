@@ -8,16 +8,13 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from urllib.parse import quote, unquote, urlparse
 
-import psycopg
 import pytest
 from django.conf import settings
-from django.db import connection
 
 from facts.models import Fact
 from facts.services import fact_remember
-from tests.external_postgres import start, stop
+from tests.external_postgres import connect, current_database_url, start, stop
 from tests.factories import make_tenant
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]  # the server process reads committed rows
@@ -60,17 +57,10 @@ def replica(tmp_path):
     stop(tmp_path / "replica")
 
 
-def primary_url() -> str:
-    params = connection.get_connection_params()
-    socket_and_name = quote(f"{params['host']}/{connection.settings_dict['NAME']}", safe="")
-    return f"postgres://{params['user']}@/{socket_and_name}"
-
-
 def copy_to(replica_url: str) -> None:
     """What streaming replication would do, done by hand: the primary's rows of COPIED_TABLES onto the replica."""
-    params = connection.get_connection_params()
-    target = _replica_connection(replica_url)
-    with psycopg.connect(host=params["host"], user=params["user"], dbname=connection.settings_dict["NAME"]) as source:
+    target = connect(replica_url)
+    with connect(current_database_url()) as source:
         for table in COPIED_TABLES:
             with source.cursor().copy(f"COPY {table} TO STDOUT (FORMAT BINARY)") as out:
                 data = b"".join(bytes(chunk) for chunk in out)
@@ -80,22 +70,16 @@ def copy_to(replica_url: str) -> None:
     target.close()
 
 
-def _replica_connection(url: str):
-    parsed = urlparse(url)
-    host, database = unquote(parsed.path[1:]).rsplit("/", 1)
-    return psycopg.connect(host=host, user=parsed.username, password=parsed.password, dbname=database)
-
-
 def test_reads_come_from_the_replica_and_writes_go_to_the_primary(replica):
     tenant, key = make_tenant()
     fact = fact_remember(tenant=tenant, user_id="u1", content="Prefers green tea").fact  # embedded, searchable
     copy_to(replica)
-    with _replica_connection(replica) as on_replica:
+    with connect(replica) as on_replica:
         on_replica.execute("UPDATE facts_fact SET content = 'Prefers green tea (the replica)' WHERE id = %s", [fact.pk])
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memoryproject.settings",
-        "DATABASE_URL": primary_url(),
+        "DATABASE_URL": current_database_url(),
         "DATABASE_REPLICA_URL": replica,
         "EMBEDDING_PROVIDER": settings.EMBEDDING_PROVIDER,
         "API_THROTTLE_BURST": "",
@@ -118,7 +102,7 @@ def test_reads_come_from_the_replica_and_writes_go_to_the_primary(replica):
     fact.refresh_from_db()
     assert fact.content == "Prefers green tea"  # the primary was never changed by the replica
     assert Fact.objects.filter(pk=answers["created_id"], content="Lives in Lisbon").exists()  # written to the primary
-    with _replica_connection(replica) as on_replica:
+    with connect(replica) as on_replica:
         assert on_replica.execute(
             "SELECT count(*) FROM facts_fact WHERE id = %s", [answers["created_id"]]
         ).fetchone() == (0,)

@@ -8,11 +8,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from django.conf import settings
-from django.db import connection
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import Success
@@ -20,6 +18,7 @@ from django_q.models import Success
 from episodes.models import Episode
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2, conversation
+from tests.external_postgres import current_database_url
 from tests.factories import client_with_key, make_tenant
 from tests.redis_server import redis_server
 
@@ -47,12 +46,10 @@ def broker(request, tmp_path, monkeypatch):
 def cluster(tmp_path, broker):
     """A django-q cluster on the test database and `broker`, with the test's embedder; stopped (and waited for)
     afterwards."""
-    params = connection.get_connection_params()
-    socket_path = quote(f"{params['host']}/{connection.settings_dict['NAME']}", safe="")
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "memoryproject.settings",  # not the test settings: those run tasks inline
-        "DATABASE_URL": f"postgres://{params['user']}@/{socket_path}",
+        "DATABASE_URL": current_database_url(),
         "EMBEDDING_PROVIDER": settings.EMBEDDING_PROVIDER,
         "CHAT_PROVIDER": "none",
         "Q_WORKERS": "1",
