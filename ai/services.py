@@ -13,6 +13,7 @@ from django.db import transaction
 from tenancy.models import Tenant
 
 from .embedders import get_embedder
+from .errors import AIProviderError
 from .models import EmbeddingCache
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,20 @@ def embed_texts(texts: Sequence[str], *, tenant: Tenant | None, user_id: str | S
 
 def embed_query(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.ndarray:
     return embed_texts([text], tenant=tenant, user_id=user_id)[0]
+
+
+# What a search answer lists under "degraded" when it ranked by keywords alone (the embedding provider failing).
+DEGRADED_EMBEDDINGS = "embeddings"
+
+
+def query_vector_or_none(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.ndarray | None:
+    """The query's vector, or None while the embedding provider fails for good: a search then ranks by keywords
+    alone and its answer says so (DEGRADED_EMBEDDINGS) instead of failing the request."""
+    try:
+        return embed_query(text, tenant=tenant, user_id=user_id)
+    except AIProviderError as exc:
+        logger.warning("embedding unavailable, searching by keywords alone: %s", exc.message)
+        return None
 
 
 def _owners(texts: Sequence[str], user_id: str | Sequence[str] | None) -> list[str] | None:

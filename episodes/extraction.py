@@ -104,6 +104,7 @@ def _extract_pending(episode_id: int, message_count: int) -> tuple[Episode, str]
                 messages=pending,
                 reference_time=_reference_time(pending, episode),
                 episode=episode,
+                on_chat_failure="raise",  # today's behaviour: failed, retried by django-q (issue 17 makes it a setting)
             )
         Episode.objects.filter(pk=episode_id).update(extracted_message_count=message_count)
         return episode, skip_reason

@@ -7,6 +7,7 @@ import pytest
 
 from ai.chat import get_chat
 from ai.errors import AIProviderError
+from facts.extraction import extract_by_rules
 from facts.extraction.candidate import ExtractedFact
 from facts.extraction.chat import llm_extract
 from facts.judging.chat import FactJudgements, llm_judge
@@ -23,8 +24,8 @@ MESSAGES = [
 ]
 
 
-def extract(tenant):
-    return facts_extract(tenant=tenant, user_id="u1", messages=MESSAGES, reference_time=WHEN)
+def extract(tenant, **options):
+    return facts_extract(tenant=tenant, user_id="u1", messages=MESSAGES, reference_time=WHEN, **options)
 
 
 def test_the_model_extracts_atomic_facts_that_wait_for_review(tenant, fake_openai):
@@ -60,12 +61,21 @@ def test_the_model_is_shown_known_facts(tenant, fake_openai):
     assert "Works at Initech" in fake_openai.requests_to("/v1/chat/completions")[0]["body"]["messages"][1]["content"]
 
 
-def test_malformed_answers_twice_store_nothing_and_raise(tenant, fake_openai):
+def test_malformed_answers_twice_raise_and_store_nothing_when_asked_to(tenant, fake_openai):
     fake_openai.reply_next("not json", "{still not")
 
     with pytest.raises(AIProviderError, match="invalid JSON twice"):
-        extract(tenant)
+        extract(tenant, on_chat_failure="raise")
     assert not Fact.objects.exists()
+
+
+def test_a_chat_model_failing_for_good_falls_back_to_the_rules(tenant, fake_openai):
+    fake_openai.reply_next("not json", "{still not")
+
+    results = extract(tenant)
+
+    assert [r.fact.content for r in results] == [r.content for r in extract_by_rules(MESSAGES, reference_time=WHEN)]
+    assert results, "the rules find the Lisbon move and the PostgreSQL preference"
 
 
 def test_a_malformed_answer_then_a_valid_one_is_used(tenant, fake_openai):
@@ -176,7 +186,7 @@ def test_an_unknown_category_or_a_boolean_confidence_is_retried_then_an_error_na
     fake_openai.reply_next(wrong, wrong)
 
     with pytest.raises(AIProviderError, match=r"invalid JSON twice: \$\.facts\[0\]\.category: Input should be"):
-        extract(tenant)
+        extract(tenant, on_chat_failure="raise")
     retry = chat_requests(fake_openai)[1]["messages"][-1]["content"]
     assert "$.facts[0].category: Input should be 'preference', 'profile', 'project', 'decision'" in retry
     assert "$.facts[0].confidence: Input should be a valid number" in retry  # true is not a confidence
