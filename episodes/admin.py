@@ -6,7 +6,7 @@ from core.admin import ActionsOnlyAdmin, apply_to_each
 from facts.models import Fact
 from tenancy.admin import TenantListFilter, TenantScopedAdmin
 
-from . import services
+from . import selectors, services
 from .models import Episode
 
 
@@ -42,8 +42,8 @@ class EpisodeAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
     fields = [
         "tenant", "user_id", "agent_id", "session_id", "last_message_at", "summary", "transcript",
         "extraction_status", "extraction_error", "extraction_skip_reason", "extraction_attempts",
-        "extracted_message_count", "message_count", "summarized_message_count", "embedding_model", "created_at",
-        "updated_at",
+        "extraction_next_attempt_at", "extracted_message_count", "message_count", "summarized_message_count",
+        "embedding_model", "created_at", "updated_at",
     ]  # fmt: skip
     readonly_fields = fields
     inlines = [ExtractedFactInline]
@@ -63,8 +63,8 @@ class EpisodeAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
                 "",
                 '<p><b>{}</b> <small>{}</small><br><span style="white-space:pre-wrap">{}</span></p>',
                 (
-                    (f"{index}. {message['role']}", message.get("timestamp") or "", message["content"])
-                    for index, message in enumerate(episode.messages)
+                    (f"{message['index']}. {message['role']}", message["timestamp"] or "", message["content"])
+                    for message in selectors.episode_messages(episode=episode)
                 ),
             ),
         )

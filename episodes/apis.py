@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from ai.services import DEGRADED_EMBEDDINGS, query_vector_or_none
 from core.api_fields import CommaSeparatedChoicesField, IdentifierField, TimestampField
 from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
@@ -32,14 +33,15 @@ class EpisodeListOutputSerializer(serializers.ModelSerializer):
         model = Episode
         fields = [
             "id", "user_id", "agent_id", "session_id", "message_count", "summary", "extraction_status",
-            "extraction_error", "extraction_skip_reason", "last_message_at", "created_at", "updated_at",
+            "extraction_error", "extraction_skip_reason", "extraction_next_attempt_at", "last_message_at",
+            "created_at", "updated_at",
         ]  # fmt: skip
 
 
 class EpisodeOutputSerializer(serializers.ModelSerializer):
     """An episode with what was said and the facts extracted from it."""
 
-    messages = MessageSerializer(many=True)
+    messages = MessageSerializer(many=True, source="message_rows")  # in order (selectors.episode_get)
     facts = FactOutputSerializer(many=True)
 
     class Meta:
@@ -47,8 +49,8 @@ class EpisodeOutputSerializer(serializers.ModelSerializer):
         fields = [
             "id", "user_id", "agent_id", "session_id", "message_count", "messages", "summary",
             "summarized_message_count", "extraction_status", "extraction_error", "extraction_skip_reason",
-            "extracted_message_count", "extraction_attempts", "facts", "last_message_at", "created_at",
-            "updated_at",
+            "extracted_message_count", "extraction_attempts", "extraction_next_attempt_at", "facts",
+            "last_message_at", "created_at", "updated_at",
         ]  # fmt: skip
 
 
@@ -131,7 +133,7 @@ class EpisodeRetryApi(ApiView):
 
     @extend_schema(request=None, responses={202: EpisodeListOutputSerializer}, operation_id="episodes_retry")
     def post(self, request, episode_id: int):
-        """Queue the extraction of a failed (or stalled) episode again, with a fresh budget of attempts."""
+        """Queue the extraction of a failed (or stalled) episode now, without waiting for its next attempt."""
         episode = services.episode_retry(tenant=request_tenant(request), episode_id=episode_id)
         return Response(EpisodeListOutputSerializer(episode).data, status=status.HTTP_202_ACCEPTED)
 
@@ -170,11 +172,16 @@ class EpisodeSearchApi(ApiView):
             ref_name = "EpisodeSearchOutput"  # a unique schema component name
 
         results = ScoredEpisodeOutputSerializer(many=True)
+        degraded = serializers.ListField(child=serializers.CharField(), help_text='["embeddings"]: keywords alone')
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="episodes_search")
     def post(self, request):
-        """Search a user's episodes: the summary's vector plus keyword search (BM25) over what was said."""
+        """Search a user's episodes: the summary's vector plus keyword search (BM25) over what was said. While the
+        embedding provider fails, the episodes are ranked by keywords alone and `degraded` says `["embeddings"]`."""
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        hits = selectors.episodes_search(tenant=request_tenant(request), **serializer.validated_data)
-        return Response(self.OutputSerializer({"results": hits}).data)
+        tenant, data = request_tenant(request), serializer.validated_data
+        vector = query_vector_or_none(data["query"], tenant=tenant, user_id=data["user_id"])
+        hits = selectors.episodes_search(tenant=tenant, **data, vector=vector, keyword_only=vector is None)
+        degraded = [DEGRADED_EMBEDDINGS] if vector is None else []
+        return Response(self.OutputSerializer({"results": hits, "degraded": degraded}).data)

@@ -24,20 +24,38 @@ def new_messages(stored: list[dict], posted: list[dict]) -> list[dict]:
     the memory context), and the session is the same session. A system message is stored when it comes after
     the point where the posted list joins the stored session.
     """
+    said = [message for message in stored if message["role"] != "system"]
+    window = said_count(posted)
+    return new_after(
+        head=said[:window],
+        tail=said[-window:] if window else [],
+        stored_system=[message for message in stored if message["role"] == "system"],
+        posted=posted,
+    )
+
+
+def said_count(posted: list[dict]) -> int:
+    """How many stored non-system messages the rules read from each end of the session: as many as were posted."""
+    return sum(1 for message in posted if message["role"] != "system")
+
+
+def new_after(*, head: list[dict], tail: list[dict], stored_system: list[dict], posted: list[dict]) -> list[dict]:
+    """new_messages() from the only stored messages it needs: the first and the last said_count(posted)
+    non-system ones (head, tail; fewer when the session is shorter), and, for a post of system messages alone,
+    the stored system messages that could equal them (stored_system)."""
     posted_said = [index for index, message in enumerate(posted) if message["role"] != "system"]
     if not posted_said:  # system messages alone: those not stored yet
-        return [message for message in posted if not any(_same(message, known) for known in stored)]
-    said = [message for message in stored if message["role"] != "system"]
-    known = _already_stored(said, [posted[index] for index in posted_said])
+        return [message for message in posted if not any(_same(message, known) for known in stored_system)]
+    known = _already_stored(head, tail, [posted[index] for index in posted_said])
     return posted[posted_said[known - 1] + 1 :] if known else posted
 
 
-def _already_stored(stored: list[dict], posted: list[dict]) -> int:
-    """How many messages at the start of `posted` are already in `stored`, by the rules of new_messages."""
-    if _all_same(stored[: len(posted)], posted):
+def _already_stored(head: list[dict], tail: list[dict], posted: list[dict]) -> int:
+    """How many messages at the start of `posted` are already stored, by the rules of new_messages."""
+    if _all_same(head[: len(posted)], posted):
         return len(posted)  # the same session again, or an earlier snapshot of it
-    for overlap in range(min(len(stored), len(posted)), 0, -1):
-        if _same(stored[-overlap], posted[0]) and _all_same(stored[-overlap:], posted[:overlap]):
+    for overlap in range(min(len(tail), len(posted)), 0, -1):
+        if _same(tail[-overlap], posted[0]) and _all_same(tail[-overlap:], posted[:overlap]):
             return overlap
     return 0
 

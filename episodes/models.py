@@ -1,14 +1,10 @@
-from datetime import date
-
 from django.conf import settings
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
-from core.text import search_text
+from core.timestamps import timestamp_text
 from tenancy.models import Tenant
-
-MAX_DATES_IN_SEARCH_TEXT = 20
 
 
 class Episode(models.Model):
@@ -26,10 +22,10 @@ class Episode(models.Model):
     user_id = models.CharField(max_length=255)
     agent_id = models.CharField(max_length=255, blank=True, default="")
     session_id = models.CharField(max_length=255)
-    # [{"role": "user", "content": "...", "timestamp": "..."}, ...] in the order they were said.
-    messages = models.JSONField(default=list, blank=True)
-    # len(messages), kept in step by episode_store so that lists and status checks never load the messages.
+    # How many messages (EpisodeMessage rows, positions 0..n-1), kept in step by episode_store.
     message_count = models.PositiveIntegerField(default=0)
+    # Characters of all messages' content, kept in step by episode_store (EPISODES_MAX_EPISODE_CHARS).
+    content_chars = models.PositiveIntegerField(default=0)
     # The latest message's timestamp (or the time it was received when it had none): the episode's time.
     last_message_at = models.DateTimeField(null=True, blank=True)
     summary = models.TextField(blank=True)
@@ -46,9 +42,12 @@ class Episode(models.Model):
     extracted_message_count = models.PositiveIntegerField(default=0)
     # [start, end) index ranges of messages posted with extraction switched off: never mined for facts.
     extraction_excluded = models.JSONField(default=list, blank=True)
+    # Failed runs in a row (0 after a run that finished): the exponent of the retry backoff.
     extraction_attempts = models.PositiveSmallIntegerField(default=0)
-    # Keyword search over what was said: message text plus date words, prepared in Python by
-    # refresh_search_text(); PostgreSQL keeps the tsvector in step.
+    # When a failed extraction is due again (the episodes-requeue schedule queues it then); None unless failed.
+    extraction_next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Keyword search over what was said: message text plus date words, appended in SQL by episode_store for each
+    # post's new messages (core.text.search_text); PostgreSQL keeps the tsvector in step.
     search_text = models.TextField(blank=True, default="", editable=False)
     search_vector = models.GeneratedField(
         expression=SearchVector("search_text", config="english"),
@@ -71,11 +70,38 @@ class Episode(models.Model):
     def embedding_text(self) -> str:
         return self.summary
 
-    def refresh_search_text(self) -> None:
-        """Call after changing messages (save() does not: most saves only move the status)."""
-        days = {date.fromisoformat(message["timestamp"][:10]) for message in self.messages if message.get("timestamp")}
-        if self.last_message_at:
-            days.add(self.last_message_at.date())
-        # Date words let "May 2023" find what was said then; a handful of days is enough to say when.
-        dates = tuple(sorted(days)[:MAX_DATES_IN_SEARCH_TEXT])
-        self.search_text = search_text("\n".join(message["content"] for message in self.messages), dates=dates)
+
+class EpisodeMessage(models.Model):
+    """One message of an episode, in the order it was said: appended, never changed."""
+
+    class Role(models.TextChoices):
+        USER = "user"
+        ASSISTANT = "assistant"
+        SYSTEM = "system"
+        TOOL = "tool"
+
+    # No index of its own: rows are always reached through their episode (Citus would shard by it).
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # No index of its own: the unique (episode, position) index serves every read.
+    episode = models.ForeignKey(Episode, on_delete=models.CASCADE, related_name="message_rows", db_index=False)
+    position = models.PositiveIntegerField()  # 0-based place in the episode (the "index" of the API and provenance)
+    role = models.CharField(max_length=20, choices=Role.choices)
+    content = models.TextField()
+    timestamp = models.DateTimeField(null=True, blank=True)  # when it was said, as posted (None: not given)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["episode", "position"], name="episode_message_position"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.episode_id} #{self.position} {self.role}"
+
+    def as_dict(self) -> dict:
+        """The message as posted and as the matching rules and extractors read it."""
+        return {
+            "role": self.role,
+            "content": self.content,
+            "timestamp": self.timestamp and timestamp_text(self.timestamp),
+        }

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.conf import settings
 from django.db import connections
-from django.db.models import Prefetch, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.shortcuts import get_object_or_404
 
 from ai.services import active_embedding_model, embed_query
@@ -17,18 +17,55 @@ from core.replicas import read_alias
 from facts.models import Fact
 from tenancy.models import Tenant
 
-from .models import Episode
+from .matching import said_count
+from .models import Episode, EpisodeMessage
 
-# Columns that lists and search results never need: the messages can be large, the rest is for the database.
-HEAVY_FIELDS = ("messages", "search_text", "search_vector", "embedding")
+# Columns that lists, search results and posts never need: the keyword text grows with the session.
+HEAVY_FIELDS = ("search_text", "search_vector", "embedding")
+MESSAGE_FIELDS = ("position", "role", "content", "timestamp")
 
 
 def episode_get(*, tenant: Tenant, episode_id: int) -> Episode:
-    """One episode of `tenant` with the facts extracted from it (`episode.facts.all()`); any other tenant's
-    episode is indistinguishable from a missing one (404)."""
+    """One episode of `tenant` with its messages in order (`episode.message_rows.all()`) and the facts extracted
+    from it (`episode.facts.all()`); any other tenant's episode is indistinguishable from a missing one (404)."""
     facts = Prefetch("facts", queryset=Fact.objects.filter(tenant=tenant).order_by("id"))
-    queryset = Episode.objects.filter(tenant=tenant).defer("search_text", "search_vector", "embedding")
-    return get_object_or_404(queryset.prefetch_related(facts), pk=episode_id)
+    rows = EpisodeMessage.objects.filter(tenant=tenant).only(*MESSAGE_FIELDS, "episode").order_by("position")
+    queryset = Episode.objects.filter(tenant=tenant).defer(*HEAVY_FIELDS)
+    return get_object_or_404(queryset.prefetch_related(facts, Prefetch("message_rows", queryset=rows)), pk=episode_id)
+
+
+def episode_messages(*, episode: Episode, start: int = 0, end: int | None = None) -> list[dict]:
+    """Messages [start, end) of an episode, in order, each as posted with its "index" (its position)."""
+    rows = EpisodeMessage.objects.filter(tenant_id=episode.tenant_id, episode=episode, position__gte=start)
+    if end is not None:
+        rows = rows.filter(position__lt=end)
+    return [{**row.as_dict(), "index": row.position} for row in rows.only(*MESSAGE_FIELDS).order_by("position")]
+
+
+@dataclass(frozen=True)
+class StoredEnds:
+    """What the matching rules (episodes.matching.new_after) read of a stored session for one post."""
+
+    head: list[dict]
+    tail: list[dict]
+    system: list[dict]
+
+
+def episode_stored_ends(*, episode: Episode, posted: list[dict]) -> StoredEnds:
+    """The first and last said_count(posted) non-system messages of the episode, and its system messages that
+    could equal a posted one: as many rows as were posted, never the whole session."""
+    window = said_count(posted)
+    rows = EpisodeMessage.objects.filter(tenant_id=episode.tenant_id, episode=episode).only(*MESSAGE_FIELDS)
+    if episode.message_count == 0:
+        return StoredEnds([], [], [])
+    if window == 0:  # a post of system messages alone: only those that could be one of them
+        contents = {message["content"] for message in posted}
+        system = rows.filter(role=EpisodeMessage.Role.SYSTEM, content__in=contents).order_by("position")
+        return StoredEnds([], [], [row.as_dict() for row in system])
+    said = rows.exclude(role=EpisodeMessage.Role.SYSTEM)
+    head = [row.as_dict() for row in said.order_by("position")[:window]]
+    tail = [row.as_dict() for row in said.order_by("-position")[:window]][::-1]
+    return StoredEnds(head, tail, [])
 
 
 def episodes_list(
@@ -87,11 +124,14 @@ def episodes_search(
     session_id: str | None = None,
     agent_id: str | None = None,
     vector: np.ndarray | None = None,
+    keyword_only: bool = False,
 ) -> list[ScoredEpisode]:
-    """The user's episodes that best answer `query`: the summary's vector and the words that were said."""
+    """The user's episodes that best answer `query`: the summary's vector and the words that were said.
+    keyword_only ranks by the words alone (no embedding asked for: the provider is down), scores = keyword."""
     if not query.strip() or limit <= 0:
         return []
-    vector = embed_query(query, tenant=tenant, user_id=user_id) if vector is None else vector
+    if not keyword_only and vector is None:
+        vector = embed_query(query, tenant=tenant, user_id=user_id)
     clauses = ["tenant_id = %(tenant)s", "user_id = %(user_id)s"]
     params = {"tenant": tenant.pk, "user_id": user_id}
     if session_id is not None:
@@ -102,10 +142,10 @@ def episodes_search(
         params["agent_id"] = agent_id
     keywords = KeywordQuery(query)
     bm25 = Bm25(k1=settings.EPISODES_SEARCH_BM25_K1, b=settings.EPISODES_SEARCH_BM25_B)
-    weight = settings.EPISODES_SEARCH_VECTOR_WEIGHT
+    weight = 0.0 if keyword_only else settings.EPISODES_SEARCH_VECTOR_WEIGHT
+    if not keyword_only:
+        params |= {"model": active_embedding_model(), "vector": vector_literal(vector)}
     params |= keywords.params | {
-        "model": active_embedding_model(),
-        "vector": vector_literal(vector),
         "vector_weight": weight,
         "keyword_weight": 1 - weight,
         "limit": limit,
@@ -116,37 +156,53 @@ def episodes_search(
             bm25=bm25,
             table="episodes_episode",
             where=" AND ".join(clauses),
-            vector_score=_VECTOR_SCORE,
+            vector_score="0::float8" if keyword_only else _VECTOR_SCORE,
         ),
         keyword_score=keyword_score(keywords, bm25),
     )
     with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    scoped = Episode.objects.filter(tenant=tenant).defer("search_text", "search_vector", "embedding")
-    episodes = scoped.in_bulk([row[0] for row in rows])
+    episodes = Episode.objects.filter(tenant=tenant).defer(*HEAVY_FIELDS).in_bulk([row[0] for row in rows])
+    candidates = _candidate_messages(tenant, list(episodes), keywords.terms)
     return [
         ScoredEpisode(
             episode=episodes[episode_id],
             score=round(weight * vector_score + (1 - weight) * keyword_score, 6),
             vector=round(vector_score, 6),
             keyword=round(keyword_score, 6),
-            matches=matching_messages(episodes[episode_id].messages, keywords.terms),
+            matches=matching_messages(candidates.get(episode_id, []), keywords.terms),
         )
         for episode_id, vector_score, keyword_score in rows
     ]
 
 
+def _candidate_messages(tenant: Tenant, episode_ids: list[int], terms: list[str]) -> dict[int, list[dict]]:
+    """Per episode, the messages that may hold one of the terms (a substring, any case; matching_messages applies
+    the exact rule), in order: one query for all the hits, never their whole sessions."""
+    if not episode_ids or not terms:
+        return {}
+    holds = Q()
+    for term in terms:
+        holds |= Q(content__icontains=term.replace(" ", ""))
+    rows = EpisodeMessage.objects.filter(tenant=tenant, episode_id__in=episode_ids).filter(holds)
+    found: dict[int, list[dict]] = {}
+    for row in rows.only(*MESSAGE_FIELDS, "episode").order_by("episode_id", "position"):
+        found.setdefault(row.episode_id, []).append({**row.as_dict(), "index": row.position})
+    return found
+
+
 def matching_messages(messages: list[dict], terms: list[str], limit: int = 3) -> list[dict]:
-    """The messages holding most of the query's terms (whole words, any case), in the order they were said."""
+    """The messages (each with its "index") holding most of the query's terms (whole words, any case), in the
+    order they were said."""
     patterns = [_term_pattern(term) for term in terms]
     counted = []
-    for index, message in enumerate(messages):
+    for order, message in enumerate(messages):
         found = sum(1 for pattern in patterns if pattern.search(message["content"]))
         if found:
-            counted.append((found, index))
+            counted.append((found, order))
     best = sorted(counted, key=lambda item: (-item[0], item[1]))[:limit]
-    return [{"index": index, **messages[index]} for _, index in sorted(best, key=lambda item: item[1])]
+    return [messages[order] for _, order in sorted(best, key=lambda item: item[1])]
 
 
 def _term_pattern(term: str) -> re.Pattern[str]:

@@ -3,10 +3,12 @@ after commit; retry it; erase a user's episodes."""
 
 import logging
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import TextField, Value
+from django.db.models.functions import Concat
 from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
@@ -14,12 +16,14 @@ from django_q.tasks import async_task
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked
 from core.queue import task_records_delete
+from core.text import search_text
 from core.validation import validate_identifier, validate_user_id
 from tenancy.models import Tenant
 
-from .matching import new_messages, with_range
+from .matching import new_after, with_range
 from .messages import clean_messages, time_of, too_large
-from .models import Episode
+from .models import Episode, EpisodeMessage
+from .selectors import HEAVY_FIELDS, episode_stored_ends
 
 EXTRACT_TASK = "episodes.tasks.episode_extract"
 logger = logging.getLogger(__name__)
@@ -35,13 +39,6 @@ class StoreResult:
     appended: int  # messages added by this request (0: everything posted was already stored)
 
 
-# What a post changes; the rest (watermark, summary, vector) belongs to the background run.
-STORE_FIELDS = [
-    "messages", "message_count", "extraction_excluded", "agent_id", "last_message_at", "extraction_status",
-    "extraction_error", "extraction_skip_reason", "extraction_attempts", "search_text", "updated_at",
-]  # fmt: skip
-
-
 def episode_store(
     *,
     tenant: Tenant,
@@ -53,7 +50,10 @@ def episode_store(
 ) -> StoreResult:
     """Keep a session's messages verbatim, appending only those not stored yet (see new_messages), and queue
     the background extraction after commit. extract=False keeps this request's messages out of fact extraction
-    (they are still stored, summarised and searchable). All or nothing: over a limit, nothing is stored."""
+    (they are still stored, summarised and searchable). All or nothing: over a limit, nothing is stored.
+
+    A post's cost follows what was posted, not the session's length: the matching reads as many stored rows as
+    were posted (from each end), the new messages are inserted, and the keyword text is appended to in SQL."""
     user_id = validate_user_id(user_id)
     session_id = validate_identifier(session_id, field="session_id")
     agent_id = agent_id or ""
@@ -63,39 +63,77 @@ def episode_store(
     with transaction.atomic():
         # get_or_create is safe under concurrency: a racing insert of the same session hits the unique constraint,
         # then the committed row is read (and locked) instead.
-        episode, created = Episode.objects.select_for_update().get_or_create(
-            tenant=tenant, user_id=user_id, session_id=session_id, defaults={"agent_id": agent_id}
+        episode, created = (
+            Episode.objects.select_for_update()
+            .defer(*HEAVY_FIELDS)
+            .get_or_create(tenant=tenant, user_id=user_id, session_id=session_id, defaults={"agent_id": agent_id})
         )
-        new = new_messages(episode.messages, posted)
+        ends = episode_stored_ends(episode=episode, posted=posted)
+        new = new_after(head=ends.head, tail=ends.tail, stored_system=ends.system, posted=posted)
         if not new:
             return StoreResult(episode, created, 0)
-        total = sum(len(message["content"]) for message in [*episode.messages, *new])
+        total = episode.content_chars + sum(len(message["content"]) for message in new)
         if total > settings.EPISODES_MAX_EPISODE_CHARS:
             raise too_large(
                 f"The episode would hold {total} characters, at most {settings.EPISODES_MAX_EPISODE_CHARS} "
                 "(EPISODES_MAX_EPISODE_CHARS). Start a new session_id.",
                 "messages",
             )
-        start = len(episode.messages)
-        episode.messages = [*episode.messages, *new]
-        episode.message_count = len(episode.messages)
+        start = episode.message_count
+        EpisodeMessage.objects.bulk_create(
+            [
+                EpisodeMessage(
+                    tenant=tenant,
+                    episode=episode,
+                    position=position,
+                    role=message["role"],
+                    content=message["content"],
+                    timestamp=time_of(message),
+                )
+                for position, message in enumerate(new, start=start)
+            ],
+            batch_size=500,
+        )
+        previous_time = episode.last_message_at
+        times = [time_of(message) or now for message in new]
+        episode.message_count = start + len(new)
+        episode.content_chars = total
         if not extract:
             episode.extraction_excluded = with_range(episode.extraction_excluded, start, episode.message_count)
         episode.agent_id = episode.agent_id or agent_id
-        times = [time_of(message) or now for message in new]
-        episode.last_message_at = max([*times, episode.last_message_at] if episode.last_message_at else times)
+        episode.last_message_at = max([*times, previous_time] if previous_time else times)
         episode.extraction_status = Status.PENDING
         episode.extraction_error = episode.extraction_skip_reason = ""
-        episode.extraction_attempts = 0  # new messages, new budget of attempts
-        episode.refresh_search_text()
+        episode.extraction_attempts, episode.extraction_next_attempt_at = 0, None  # new messages, a fresh start
+        episode.updated_at = now
         episode.full_clean(
-            exclude=["tenant", "messages", "embedding", "extraction_excluded"],
+            exclude=["tenant", "embedding", "extraction_excluded", *HEAVY_FIELDS],
             validate_unique=False,
             validate_constraints=False,
         )
-        episode.save(update_fields=STORE_FIELDS)
+        # One UPDATE: the old keyword text is appended to by PostgreSQL, never read back.
+        Episode.objects.filter(pk=episode.pk).update(
+            **{field: getattr(episode, field) for field in STORE_FIELDS},
+            search_text=Concat("search_text", Value(_search_text_of(new, times, previous_time)), output_field=TEXT),
+        )
         _enqueue_after_commit(episode.pk)
     return StoreResult(episode, created, len(new))
+
+
+# What a post changes; the rest (watermark, summary, vector) belongs to the background run.
+STORE_FIELDS = [
+    "message_count", "content_chars", "extraction_excluded", "agent_id", "last_message_at", "extraction_status",
+    "extraction_error", "extraction_skip_reason", "extraction_attempts", "extraction_next_attempt_at", "updated_at",
+]  # fmt: skip
+TEXT = TextField()
+MAX_DATES_PER_POST = 20  # date words let "May 2023" find what was said then; a handful per post says when
+
+
+def _search_text_of(new: list[dict], times: list, previous_time) -> str:
+    """The keyword text of the new messages, with the date words of days the session had not reached yet."""
+    days = sorted({time.date() for time in times} - ({previous_time.date()} if previous_time else set()))
+    text = search_text("\n".join(message["content"] for message in new), dates=tuple(days[:MAX_DATES_PER_POST]))
+    return "\n" + text
 
 
 def _enqueue_after_commit(episode_id: int) -> None:
@@ -120,15 +158,26 @@ def _enqueue(episode_id: int) -> None:
         ) from None
 
 
-def episodes_requeue(*, older_than: timedelta) -> int:
-    """Queue again the extraction of every episode still pending `older_than` after its last change: one whose
-    task was lost (the broker was down, or a worker died with it). A task still queued runs twice at worst, and the
+def episodes_requeue(*, older_than: timedelta, now: datetime | None = None) -> int:
+    """Queue again every extraction that would otherwise wait for nobody: failed ones whose next attempt is due
+    (marked pending as they are queued, so a lost task is caught by the next rule), pending ones `older_than`
+    after their last change (their task was lost: the broker was down, or a worker died with it), and running
+    ones as old whose run died (no live run holds the episode). A task still queued runs twice at worst, and the
     second run finds nothing new. Across tenants: the scheduler runs it. Returns how many were queued."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        due = Episode.objects.select_for_update(skip_locked=True).filter(
+            extraction_status=Status.FAILED, extraction_next_attempt_at__lte=now
+        )
+        retried = list(due.values_list("pk", flat=True))
+        Episode.objects.filter(pk__in=retried).update(extraction_status=Status.PENDING, updated_at=now)
     stalled = Episode.objects.filter(
-        extraction_status=Status.PENDING, updated_at__lt=timezone.now() - older_than
-    ).values_list("pk", flat=True)
+        extraction_status__in=[Status.PENDING, Status.RUNNING], updated_at__lt=now - older_than
+    ).exclude(pk__in=retried)
     queued = 0
-    for episode_id in stalled.iterator(chunk_size=1000):
+    for episode_id in [*retried, *stalled.values_list("pk", flat=True).iterator(chunk_size=1000)]:
+        if is_locked(LockNamespace.EPISODE_EXTRACTION, episode_id):
+            continue  # a live run holds it, and leaves it done, pending (with its task queued) or failed
         _enqueue(episode_id)  # a broker still down raises: the next run tries again
         queued += 1
     return queued
@@ -139,13 +188,12 @@ def _task_name(episode_id: int) -> str:
 
 
 def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
-    """Queue the extraction again, with a fresh budget of attempts: for a failed episode, one whose run died
-    (running, but no live run holds it), or one still pending (its task may have been lost)."""
+    """Queue the extraction now, without waiting for its next attempt, the backoff starting afresh: for a failed
+    episode, one whose run died (running, but no live run holds it), or one still pending (its task may have been
+    lost)."""
     with transaction.atomic():
         try:
-            episode = (
-                Episode.objects.select_for_update().defer("messages", "search_text").get(tenant=tenant, pk=episode_id)
-            )
+            episode = Episode.objects.select_for_update().defer(*HEAVY_FIELDS).get(tenant=tenant, pk=episode_id)
         except Episode.DoesNotExist:
             raise ApplicationError("Episode not found.", code="not_found", status_code=404) from None
         status = episode.extraction_status
@@ -157,7 +205,13 @@ def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
                 status_code=409,
             )
         episode.extraction_status, episode.extraction_error, episode.extraction_attempts = Status.PENDING, "", 0
-        episode.save(update_fields=["extraction_status", "extraction_error", "extraction_attempts", "updated_at"])
+        episode.extraction_next_attempt_at = None
+        episode.save(
+            update_fields=[
+                "extraction_status", "extraction_error", "extraction_attempts", "extraction_next_attempt_at",
+                "updated_at",
+            ]
+        )  # fmt: skip
         _enqueue_after_commit(episode.pk)
     return episode
 

@@ -31,11 +31,11 @@ still open. Plain prose in the third person ("The user ..."), in the language of
 WORDS words. When a summary of the earlier part is given, return one summary of the whole conversation."""
 
 
-def episode_summary(episode: Episode, *, message_count: int) -> str:
-    """The summary of the first `message_count` messages: by the chat model (building on the previous summary)
-    when one is configured and the session is worth it, else extractive. The chat model failing falls back to
-    the extractive summary: episodic memory keeps working while the model is down."""
-    messages = episode.messages[:message_count]
+def episode_summary(episode: Episode, *, messages: list[dict]) -> str:
+    """The summary of the episode's first messages (`messages`, from the first): by the chat model (building on
+    the previous summary) when one is configured and the session is worth it, else extractive. The chat model
+    failing falls back to the extractive summary: episodic memory keeps working while the model is down."""
+    message_count = len(messages)
     chat = get_chat()
     if chat is None or user_chars(messages) < settings.EPISODES_EXTRACT_MIN_USER_CHARS:
         return summary_extractive(messages)

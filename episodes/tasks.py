@@ -13,5 +13,8 @@ def episode_extract(episode_id: int) -> str:
 
 
 def episodes_requeue() -> int:
-    """Queue again extractions whose task was lost (the schedule "episodes-requeue" runs it every few minutes)."""
-    return services.episodes_requeue(older_than=timedelta(minutes=settings.EPISODES_REQUEUE_AFTER_MINUTES))
+    """Queue again extractions whose task was lost or whose retry is due, and embed summaries stored without a
+    vector (the schedule "episodes-requeue" runs it every few minutes). Returns how many were queued."""
+    queued = services.episodes_requeue(older_than=timedelta(minutes=settings.EPISODES_REQUEUE_AFTER_MINUTES))
+    extraction.episodes_embed_summaries()
+    return queued

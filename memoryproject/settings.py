@@ -256,8 +256,6 @@ EPISODES_MAX_MESSAGE_CHARS = env.int("EPISODES_MAX_MESSAGE_CHARS", default=20000
 EPISODES_MAX_EPISODE_CHARS = env.int("EPISODES_MAX_EPISODE_CHARS", default=200000)
 # Sessions whose user messages hold fewer characters than this are not mined for facts (skipped, reason kept).
 EPISODES_EXTRACT_MIN_USER_CHARS = env.int("EPISODES_EXTRACT_MIN_USER_CHARS", default=20)
-# Runs of one extraction (first try + retries) before the episode stays failed until retried by hand.
-EPISODES_EXTRACTION_MAX_ATTEMPTS = env.int("EPISODES_EXTRACTION_MAX_ATTEMPTS", default=3)
 # An episode still pending this long after its last post lost its task (a broker outage): it is queued again.
 EPISODES_REQUEUE_AFTER_MINUTES = env.int("EPISODES_REQUEUE_AFTER_MINUTES", default=10)
 # Longest summary kept (characters), from the chat model or the offline extractive summariser.
@@ -269,6 +267,20 @@ EPISODES_SEARCH_VECTOR_WEIGHT = env.float("EPISODES_SEARCH_VECTOR_WEIGHT", defau
 # BM25 saturation and length normalisation over the sessions (the textbook values: sessions vary in length).
 EPISODES_SEARCH_BM25_K1 = env.float("EPISODES_SEARCH_BM25_K1", default=1.2)
 EPISODES_SEARCH_BM25_B = env.float("EPISODES_SEARCH_BM25_B", default=0.75)
+# --- Episodes: faults and load (issue 17) ---
+# Messages per extraction step: each range's facts commit with the watermark, so a crash repeats no committed range
+# (one more is taken rather than part a user message from the assistant's reply after it).
+EPISODES_EXTRACTION_STEP_MESSAGES = env.int("EPISODES_EXTRACTION_STEP_MESSAGES", default=20)
+# The chat model failing for good during extraction: "fallback" extracts that range by the offline rules; "retry"
+# records the episode failed, due again after a backoff (the episodes-requeue schedule queues it then).
+EPISODES_EXTRACTION_ON_CHAT_FAILURE = env.str("EPISODES_EXTRACTION_ON_CHAT_FAILURE", default="fallback")
+if EPISODES_EXTRACTION_ON_CHAT_FAILURE not in ("fallback", "retry"):
+    raise ImproperlyConfigured(
+        f"EPISODES_EXTRACTION_ON_CHAT_FAILURE must be fallback or retry, not {EPISODES_EXTRACTION_ON_CHAT_FAILURE!r}."
+    )
+# A failed extraction (any cause) is due again after base x 2^(failures - 1) seconds, at most the cap, forever.
+EPISODES_EXTRACTION_RETRY_BASE_SECONDS = env.int("EPISODES_EXTRACTION_RETRY_BASE_SECONDS", default=60)
+EPISODES_EXTRACTION_RETRY_MAX_SECONDS = env.int("EPISODES_EXTRACTION_RETRY_MAX_SECONDS", default=3600)
 
 # --- Forgetting (forgetting app) -------------------------------------------------------------------
 # The policy of every tenant that has not saved its own (API /api/v1/forget-policy, or the admin).

@@ -7,7 +7,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
-from episodes.models import Episode
+from episodes.models import Episode, EpisodeMessage
 from facts.models import Fact, FactConflict, FactEvent
 from facts.selectors import facts_search
 from forgetting.models import ForgetRun
@@ -112,24 +112,41 @@ def _page(queryset: QuerySet, page: int) -> list:
 
 
 def _excerpts(facts: list[Fact]) -> dict[int, Excerpt]:
-    """The excerpt of every fact that came from an episode: the episodes are read once, with one query."""
+    """The excerpt of every fact that came from an episode: the episodes, then only the messages shown, one query
+    each."""
     episode_ids = {fact.source_episode_id for fact in facts if fact.source_episode_id}
-    episodes = Episode.objects.filter(pk__in=episode_ids).only("id", "session_id", "messages").in_bulk()
-    return {
-        fact.pk: excerpt_of(episodes[fact.source_episode_id], fact.source_messages)
+    episodes = Episode.objects.filter(pk__in=episode_ids).only("id", "session_id", "message_count").in_bulk()
+    windows = {
+        fact.pk: (fact, episodes[fact.source_episode_id], *excerpt_window(episodes[fact.source_episode_id], fact))
         for fact in facts
         if fact.source_episode_id in episodes
     }
+    if not windows:
+        return {}
+    shown = Q()
+    for _, episode, first, last in windows.values():
+        shown |= Q(episode_id=episode.pk, position__range=(first, last))
+    rows = EpisodeMessage.objects.filter(shown).only("episode", "position", "role", "content", "timestamp")
+    messages = {(row.episode_id, row.position): row.as_dict() for row in rows}
+    excerpts = {}
+    for fact_id, (fact, episode, first, last) in windows.items():
+        shown_messages = [
+            {**messages[episode.pk, index], "index": index, "source": index in fact.source_messages}
+            for index in range(first, last + 1)
+            if (episode.pk, index) in messages
+        ]
+        excerpts[fact_id] = Excerpt(
+            episode.pk, episode.session_id, shown_messages, first > 0, last < episode.message_count - 1
+        )
+    return excerpts
 
 
-def excerpt_of(episode: Episode, sources: list[int]) -> Excerpt:
-    messages = episode.messages
+def excerpt_window(episode: Episode, fact: Fact) -> tuple[int, int]:
+    """The first and last message shown around the messages a fact came from."""
+    sources, count = fact.source_messages, episode.message_count
     if sources:
-        first, last = max(min(sources) - EXCERPT_AROUND, 0), min(max(sources) + EXCERPT_AROUND, len(messages) - 1)
-    else:  # extracted before provenance was kept: the end of the conversation
-        first, last = max(len(messages) - 1 - 2 * EXCERPT_AROUND, 0), len(messages) - 1
-    shown = [{**messages[index], "index": index, "source": index in sources} for index in range(first, last + 1)]
-    return Excerpt(episode.pk, episode.session_id, shown, first > 0, last < len(messages) - 1)
+        return max(min(sources) - EXCERPT_AROUND, 0), min(max(sources) + EXCERPT_AROUND, count - 1)
+    return max(count - 1 - 2 * EXCERPT_AROUND, 0), count - 1  # extracted before provenance was kept: the end
 
 
 # The user's nearest active, current facts for each fact of a page: one statement (a LATERAL exact scan per fact
@@ -239,7 +256,6 @@ def review_fact(*, user, fact_id: int, query: str = "") -> FactStory | None:
     fact = (
         Fact.objects.filter(tenant__in=visible_tenants(user=user), pk=fact_id)
         .select_related("tenant", "source_episode", "superseded_by")
-        .defer("source_episode__messages")
         .first()
     )
     if fact is None:

@@ -5,7 +5,7 @@ import pytest
 from episodes.models import Episode
 from facts.models import Fact, FactEvent
 from retrieval.context import context_build
-from tests.episodes.factories import TURN_1, TURN_2, conversation
+from tests.episodes.factories import TURN_1, TURN_2, conversation, stored
 from tests.factories import client_with_key
 
 pytestmark = pytest.mark.django_db
@@ -216,7 +216,7 @@ def test_an_episode_over_the_character_limit_is_413_and_keeps_what_it_had(api, s
     assert "EPISODES_MAX_EPISODE_CHARS" in response.json()["error"]["message"]
     episode = Episode.objects.get(pk=episode_id)
     assert episode.message_count == 2
-    assert len(episode.messages) == 2
+    assert len(stored(episode)) == 2
 
 
 def test_the_episode_time_is_its_latest_message_time(api, post_episode):

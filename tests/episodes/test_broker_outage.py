@@ -61,9 +61,9 @@ def test_the_requeue_leaves_recent_and_finished_episodes_alone(redis_broker, tmp
     tenant, _ = make_tenant()
     with redis_server(tmp_path) as url:
         redis_broker(url)
-        Episode.objects.create(tenant=tenant, user_id="u1", session_id="a", messages=[], message_count=0)  # pending
+        Episode.objects.create(tenant=tenant, user_id="u1", session_id="a", message_count=0)  # pending
         done = Episode.objects.create(
-            tenant=tenant, user_id="u1", session_id="b", messages=[], message_count=0, extraction_status="done"
+            tenant=tenant, user_id="u1", session_id="b", message_count=0, extraction_status="done"
         )
         Episode.objects.filter(pk=done.pk).update(updated_at=timezone.now() - timedelta(hours=1))
 
@@ -88,7 +88,7 @@ def test_the_task_takes_its_age_from_the_setting(redis_broker, tmp_path, setting
     settings.EPISODES_REQUEUE_AFTER_MINUTES = 30
     with redis_server(tmp_path) as url:
         redis_broker(url)
-        episode = Episode.objects.create(tenant=tenant, user_id="u1", session_id="a", messages=[], message_count=0)
+        episode = Episode.objects.create(tenant=tenant, user_id="u1", session_id="a", message_count=0)
         Episode.objects.filter(pk=episode.pk).update(updated_at=timezone.now() - timedelta(minutes=20))
         assert episodes_requeue_task() == 0
         Episode.objects.filter(pk=episode.pk).update(updated_at=timezone.now() - timedelta(minutes=40))

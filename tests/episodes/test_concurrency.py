@@ -6,7 +6,7 @@ import pytest
 from episodes.models import Episode
 from episodes.services import episode_store
 from facts.models import Fact
-from tests.episodes.factories import TURN_1, TURN_2
+from tests.episodes.factories import TURN_1, TURN_2, stored
 from tests.factories import make_tenant
 from tests.threads import run_together
 
@@ -22,7 +22,7 @@ def test_concurrent_first_posts_of_one_session_make_one_episode_without_duplicat
 
     assert sorted(results) == [False, False, True]
     episode = Episode.objects.get(tenant=tenant)
-    assert [m["content"] for m in episode.messages] == [m["content"] for m in TURN_1]
+    assert [m["content"] for m in stored(episode)] == [m["content"] for m in TURN_1]
     assert episode.extraction_status == "done"
     assert Fact.objects.filter(tenant=tenant).count() == 2
 
@@ -35,7 +35,7 @@ def test_concurrent_posts_of_different_turns_both_land_and_each_is_extracted_onc
 
     episode = Episode.objects.get(tenant=tenant)
     assert episode.message_count == 4
-    assert sorted(m["content"] for m in episode.messages) == sorted(m["content"] for m in TURN_1 + TURN_2)
+    assert sorted(m["content"] for m in stored(episode)) == sorted(m["content"] for m in TURN_1 + TURN_2)
     assert (episode.extraction_status, episode.extracted_message_count, episode.summarized_message_count) == (
         "done",
         4,

@@ -37,8 +37,9 @@ def chat_prompts(fake_openai) -> list[str]:
 
 
 def test_a_scripted_llm_failure_marks_the_episode_failed_with_the_message_and_a_retry_succeeds(
-    api, fake_openai, post_episode, retry_episode
+    api, fake_openai, openai_settings, post_episode, retry_episode
 ):
+    openai_settings.EPISODES_EXTRACTION_ON_CHAT_FAILURE = "retry"
     fake_openai.reply_next("not json", "{still not")
 
     episode_id = post_episode(conversation()).json()["id"]
@@ -47,6 +48,7 @@ def test_a_scripted_llm_failure_marks_the_episode_failed_with_the_message_and_a_
     assert failed["extraction_status"] == "failed"
     assert "returned invalid JSON twice" in failed["extraction_error"]
     assert (failed["extracted_message_count"], failed["extraction_attempts"], failed["facts"]) == (0, 1, [])
+    assert failed["extraction_next_attempt_at"] is not None
     assert not Fact.objects.exists()
 
     fake_openai.reply_next(EXTRACTED, summary("The user lives in Berlin and prefers PostgreSQL."))
