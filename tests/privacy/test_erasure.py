@@ -8,7 +8,7 @@ from django.contrib.auth.models import Permission
 from django.db import connection
 from django.test import Client
 
-from episodes.models import Episode
+from episodes.models import Episode, EpisodeMessage
 from facts.models import Fact, FactConflict, FactEvent
 from facts.services import fact_remember
 from privacy.services import user_erase
@@ -43,8 +43,11 @@ def user_data(tenant, other_tenant_and_key, staff):
         tenant=tenant,
         user_id=USER,
         session_id="s1",
-        messages=[{"role": "user", "content": f"I live near {MARKER}"}],
+        message_count=1,
         summary=f"Talked about {MARKER}",
+    )
+    EpisodeMessage.objects.create(
+        tenant=tenant, episode=episode, position=0, role="user", content=f"I live near {MARKER}"
     )
     LogEntry.objects.log_actions(staff.pk, [conflicting.fact], CHANGE, change_message=f"edited {MARKER}")
     LogEntry.objects.log_actions(staff.pk, [episode], ADDITION, change_message="added")
