@@ -2,10 +2,13 @@
 
 - ingestion through the HTTP API (the 202 path: validate, append, queue the task), whole sessions and
   "after every turn" (each post carries the session so far; only the new turn is appended);
+- a 500-message session posted one turn at a time (the latest turn alone, and the session so far): mean time of
+  the first 50 posts against the last 50, in this process (a flat line: a post's cost must not grow with the
+  session);
 - extraction by the worker with the offline extractor (rule-based facts, extractive summary, embeddings):
   the task function in this process, and with --cluster a real `manage.py qcluster` draining the queue.
 
-    .venv/bin/python bench/episodes.py [--skip-local] [--cluster] [--data PATH]
+    .venv/bin/python bench/episodes.py [--skip-local] [--cluster] [--long-session-only] [--data PATH]
 
 Prints figures, asserts nothing. Works in a throwaway tenant of the current database (the embedded one by
 default; run `manage.py migrate` first) and deletes it, and the tasks it queued, afterwards.
@@ -106,6 +109,20 @@ def bench_ingest_per_turn(client: APIClient, sessions: list[dict]) -> None:
     )
 
 
+def bench_long_session(client: APIClient, sessions: list[dict], turns: int = 500) -> None:
+    """One session of `turns` messages (LoCoMo's, one after another) posted a turn at a time, two ways."""
+    said = [message for session in sessions for message in session["messages"]][:turns]
+    for label, snapshot in (("latest turn alone", False), ("session so far   ", True)):
+        session = {"user_id": f"long-{uuid.uuid4().hex[:6]}", "session_id": "long"}
+        payloads = [{**session, "messages": said[: end + 1] if snapshot else [said[end]]} for end in range(len(said))]
+        timings = post_all(client, payloads)
+        first, last = statistics.mean(timings[:50]) * 1000, statistics.mean(timings[-50:]) * 1000
+        print(
+            f"{len(said)}-message session, {label}  first 50 posts {first:6.1f} ms  last 50 {last:6.1f} ms"
+            f"   ratio {last / first:.2f}"
+        )
+
+
 def bench_worker(tenant, sessions: list[dict], label: str) -> None:
     """The task function as a worker runs it, one episode after another (one worker process)."""
     tag = f"worker-{label}"
@@ -173,6 +190,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--skip-local", action="store_true", help="Only the hash embedder (no model load).")
     parser.add_argument("--cluster", action="store_true", help="Also drain the API phase's queue with qcluster.")
+    parser.add_argument("--long-session-only", action="store_true", help="Only the 500-message session posts.")
     args = parser.parse_args()
 
     logging.getLogger("django-q").setLevel(logging.WARNING)  # one line per queued task is noise here
@@ -181,6 +199,9 @@ def main() -> None:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {issued.key}")
     try:
+        bench_long_session(client, sessions)
+        if args.long_session_only:
+            return
         bench_ingest_sessions(client, sessions)
         if args.cluster:
             bench_cluster(tenant, "hash" if args.skip_local else settings.EMBEDDING_PROVIDER)

@@ -1,5 +1,7 @@
 """Which posted messages are new: agents post the session so far, an earlier snapshot, or only the latest turns."""
 
+from collections.abc import Callable
+
 
 def _same(a: dict, b: dict) -> bool:
     """One message, posted twice: same role and content, and the same timestamp when both carry one."""
@@ -27,10 +29,10 @@ def new_messages(stored: list[dict], posted: list[dict]) -> list[dict]:
     said = [message for message in stored if message["role"] != "system"]
     window = said_count(posted)
     return new_after(
-        head=said[:window],
-        tail=said[-window:] if window else [],
-        stored_system=[message for message in stored if message["role"] == "system"],
         posted=posted,
+        head=lambda: said[:window],
+        tail=lambda: said[-window:] if window else [],
+        stored_system=lambda: [message for message in stored if message["role"] == "system"],
     )
 
 
@@ -39,21 +41,26 @@ def said_count(posted: list[dict]) -> int:
     return sum(1 for message in posted if message["role"] != "system")
 
 
-def new_after(*, head: list[dict], tail: list[dict], stored_system: list[dict], posted: list[dict]) -> list[dict]:
-    """new_messages() from the only stored messages it needs: the first and the last said_count(posted)
-    non-system ones (head, tail; fewer when the session is shorter), and, for a post of system messages alone,
-    the stored system messages that could equal them (stored_system)."""
+Stored = Callable[[], list[dict]]
+
+
+def new_after(*, posted: list[dict], head: Stored, tail: Stored, stored_system: Stored) -> list[dict]:
+    """new_messages() from the only stored messages it needs, each read when the rules get to it: the first and
+    the last said_count(posted) non-system ones (head, tail; fewer when the session is shorter), and, for a post
+    of system messages alone, the stored system messages that could equal them (stored_system)."""
     posted_said = [index for index, message in enumerate(posted) if message["role"] != "system"]
     if not posted_said:  # system messages alone: those not stored yet
-        return [message for message in posted if not any(_same(message, known) for known in stored_system)]
+        system = stored_system()
+        return [message for message in posted if not any(_same(message, known) for known in system)]
     known = _already_stored(head, tail, [posted[index] for index in posted_said])
     return posted[posted_said[known - 1] + 1 :] if known else posted
 
 
-def _already_stored(head: list[dict], tail: list[dict], posted: list[dict]) -> int:
+def _already_stored(head: Stored, tail: Stored, posted: list[dict]) -> int:
     """How many messages at the start of `posted` are already stored, by the rules of new_messages."""
-    if _all_same(head[: len(posted)], posted):
+    if _all_same(head()[: len(posted)], posted):
         return len(posted)  # the same session again, or an earlier snapshot of it
+    tail = tail()
     for overlap in range(min(len(tail), len(posted)), 0, -1):
         if _same(tail[-overlap], posted[0]) and _all_same(tail[-overlap:], posted[:overlap]):
             return overlap

@@ -1,5 +1,5 @@
 from django.conf import settings
-from django.contrib.postgres.search import SearchVector, SearchVectorField
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
 
@@ -46,14 +46,9 @@ class Episode(models.Model):
     extraction_attempts = models.PositiveSmallIntegerField(default=0)
     # When a failed extraction is due again (the episodes-requeue schedule queues it then); None unless failed.
     extraction_next_attempt_at = models.DateTimeField(null=True, blank=True)
-    # Keyword search over what was said: message text plus date words, appended in SQL by episode_store for each
-    # post's new messages (core.text.search_text); PostgreSQL keeps the tsvector in step.
-    search_text = models.TextField(blank=True, default="", editable=False)
-    search_vector = models.GeneratedField(
-        expression=SearchVector("search_text", config="english"),
-        output_field=SearchVectorField(),
-        db_persist=True,
-    )
+    # Keyword search over what was said (message text plus date words, core.text.search_text): episode_store
+    # appends each post's new messages in SQL (tsvector ||), so a post never re-reads nor re-parses the session.
+    search_vector = SearchVectorField(default="", editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -14,14 +14,14 @@ from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
+from core.timestamps import timestamp_text
 from facts.models import Fact
 from tenancy.models import Tenant
 
-from .matching import said_count
 from .models import Episode, EpisodeMessage
 
-# Columns that lists, search results and posts never need: the keyword text grows with the session.
-HEAVY_FIELDS = ("search_text", "search_vector", "embedding")
+# Columns that lists, search results and posts never need: the tsvector grows with the session.
+HEAVY_FIELDS = ("search_vector", "embedding")
 MESSAGE_FIELDS = ("position", "role", "content", "timestamp")
 
 
@@ -42,30 +42,32 @@ def episode_messages(*, episode: Episode, start: int = 0, end: int | None = None
     return [{**row.as_dict(), "index": row.position} for row in rows.only(*MESSAGE_FIELDS).order_by("position")]
 
 
-@dataclass(frozen=True)
-class StoredEnds:
-    """What the matching rules (episodes.matching.new_after) read of a stored session for one post."""
+def episode_stored_said(*, episode: Episode, count: int, from_end: bool = False) -> list[dict]:
+    """The first (or, from_end, the last) `count` non-system messages of the episode, in order: what the matching
+    rules (episodes.matching.new_after) read of a stored session, as many rows as were posted."""
+    if count <= 0 or episode.message_count == 0:
+        return []
+    rows = EpisodeMessage.objects.filter(tenant_id=episode.tenant_id, episode=episode).exclude(
+        role=EpisodeMessage.Role.SYSTEM
+    )
+    rows = rows.order_by("-position" if from_end else "position").values_list("role", "content", "timestamp")
+    said = [_message(*row) for row in rows[:count]]
+    return said[::-1] if from_end else said
 
-    head: list[dict]
-    tail: list[dict]
-    system: list[dict]
 
-
-def episode_stored_ends(*, episode: Episode, posted: list[dict]) -> StoredEnds:
-    """The first and last said_count(posted) non-system messages of the episode, and its system messages that
-    could equal a posted one: as many rows as were posted, never the whole session."""
-    window = said_count(posted)
-    rows = EpisodeMessage.objects.filter(tenant_id=episode.tenant_id, episode=episode).only(*MESSAGE_FIELDS)
+def episode_stored_system(*, episode: Episode, contents: set[str]) -> list[dict]:
+    """The episode's system messages saying one of `contents` (a post of system messages alone is matched
+    against them)."""
     if episode.message_count == 0:
-        return StoredEnds([], [], [])
-    if window == 0:  # a post of system messages alone: only those that could be one of them
-        contents = {message["content"] for message in posted}
-        system = rows.filter(role=EpisodeMessage.Role.SYSTEM, content__in=contents).order_by("position")
-        return StoredEnds([], [], [row.as_dict() for row in system])
-    said = rows.exclude(role=EpisodeMessage.Role.SYSTEM)
-    head = [row.as_dict() for row in said.order_by("position")[:window]]
-    tail = [row.as_dict() for row in said.order_by("-position")[:window]][::-1]
-    return StoredEnds(head, tail, [])
+        return []
+    rows = EpisodeMessage.objects.filter(
+        tenant_id=episode.tenant_id, episode=episode, role=EpisodeMessage.Role.SYSTEM, content__in=contents
+    )
+    return [_message(*row) for row in rows.order_by("position").values_list("role", "content", "timestamp")]
+
+
+def _message(role: str, content: str, timestamp) -> dict:
+    return {"role": role, "content": content, "timestamp": timestamp and timestamp_text(timestamp)}
 
 
 def episodes_list(

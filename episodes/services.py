@@ -7,8 +7,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import TextField, Value
-from django.db.models.functions import Concat
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
@@ -20,10 +19,10 @@ from core.text import search_text
 from core.validation import validate_identifier, validate_user_id
 from tenancy.models import Tenant
 
-from .matching import new_after, with_range
+from .matching import new_after, said_count, with_range
 from .messages import clean_messages, time_of, too_large
 from .models import Episode, EpisodeMessage
-from .selectors import HEAVY_FIELDS, episode_stored_ends
+from .selectors import HEAVY_FIELDS, episode_stored_said, episode_stored_system
 
 EXTRACT_TASK = "episodes.tasks.episode_extract"
 logger = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ def episode_store(
     (they are still stored, summarised and searchable). All or nothing: over a limit, nothing is stored.
 
     A post's cost follows what was posted, not the session's length: the matching reads as many stored rows as
-    were posted (from each end), the new messages are inserted, and the keyword text is appended to in SQL."""
+    were posted (from each end), the new messages are inserted, and their words appended to the tsvector in SQL."""
     user_id = validate_user_id(user_id)
     session_id = validate_identifier(session_id, field="session_id")
     agent_id = agent_id or ""
@@ -68,8 +67,15 @@ def episode_store(
             .defer(*HEAVY_FIELDS)
             .get_or_create(tenant=tenant, user_id=user_id, session_id=session_id, defaults={"agent_id": agent_id})
         )
-        ends = episode_stored_ends(episode=episode, posted=posted)
-        new = new_after(head=ends.head, tail=ends.tail, stored_system=ends.system, posted=posted)
+        window = said_count(posted)
+        new = new_after(
+            posted=posted,
+            head=lambda: episode_stored_said(episode=episode, count=window),
+            tail=lambda: episode_stored_said(episode=episode, count=window, from_end=True),
+            stored_system=lambda: episode_stored_system(
+                episode=episode, contents={message["content"] for message in posted}
+            ),
+        )
         if not new:
             return StoreResult(episode, created, 0)
         total = episode.content_chars + sum(len(message["content"]) for message in new)
@@ -111,10 +117,12 @@ def episode_store(
             validate_unique=False,
             validate_constraints=False,
         )
-        # One UPDATE: the old keyword text is appended to by PostgreSQL, never read back.
+        # One UPDATE: PostgreSQL appends the new messages' words to the tsvector, never reading the old text back.
         Episode.objects.filter(pk=episode.pk).update(
             **{field: getattr(episode, field) for field in STORE_FIELDS},
-            search_text=Concat("search_text", Value(_search_text_of(new, times, previous_time)), output_field=TEXT),
+            search_vector=RawSQL(
+                "search_vector || to_tsvector('english', %s)", [_search_text_of(new, times, previous_time)]
+            ),
         )
         _enqueue_after_commit(episode.pk)
     return StoreResult(episode, created, len(new))
@@ -125,15 +133,13 @@ STORE_FIELDS = [
     "message_count", "content_chars", "extraction_excluded", "agent_id", "last_message_at", "extraction_status",
     "extraction_error", "extraction_skip_reason", "extraction_attempts", "extraction_next_attempt_at", "updated_at",
 ]  # fmt: skip
-TEXT = TextField()
 MAX_DATES_PER_POST = 20  # date words let "May 2023" find what was said then; a handful per post says when
 
 
 def _search_text_of(new: list[dict], times: list, previous_time) -> str:
     """The keyword text of the new messages, with the date words of days the session had not reached yet."""
     days = sorted({time.date() for time in times} - ({previous_time.date()} if previous_time else set()))
-    text = search_text("\n".join(message["content"] for message in new), dates=tuple(days[:MAX_DATES_PER_POST]))
-    return "\n" + text
+    return search_text("\n".join(message["content"] for message in new), dates=tuple(days[:MAX_DATES_PER_POST]))
 
 
 def _enqueue_after_commit(episode_id: int) -> None:
