@@ -117,9 +117,11 @@ def bench_long_session(client: APIClient, sessions: list[dict], turns: int = 500
         payloads = [{**session, "messages": said[: end + 1] if snapshot else [said[end]]} for end in range(len(said))]
         timings = post_all(client, payloads)
         first, last = statistics.mean(timings[:50]) * 1000, statistics.mean(timings[-50:]) * 1000
+        first_p50, last_p50 = statistics.median(timings[:50]) * 1000, statistics.median(timings[-50:]) * 1000
         print(
-            f"{len(said)}-message session, {label}  first 50 posts {first:6.1f} ms  last 50 {last:6.1f} ms"
-            f"   ratio {last / first:.2f}"
+            f"{len(said)}-message session, {label}  mean of the first 50 posts {first:6.1f} ms, last 50 "
+            f"{last:6.1f} ms (x{last / first:.2f}); median {first_p50:6.1f} / {last_p50:6.1f} ms "
+            f"(x{last_p50 / first_p50:.2f})"
         )
 
 

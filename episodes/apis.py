@@ -1,5 +1,8 @@
 """The episodes API: thin views that validate, call one service or selector, and present the result."""
 
+import re
+
+from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -8,7 +11,8 @@ from ai.services import DEGRADED_EMBEDDINGS, query_vector_or_none
 from core.api_fields import CommaSeparatedChoicesField, IdentifierField, TimestampField
 from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
-from core.validation import validate_visible_text
+from core.timestamps import parse_timestamp
+from core.validation import has_visible_text, validate_visible_text
 from facts.apis import FactOutputSerializer
 from tenancy.authentication import request_tenant
 
@@ -24,6 +28,36 @@ class MessageSerializer(BodySerializer):
     role = serializers.ChoiceField(ROLES)
     content = serializers.CharField(trim_whitespace=False, validators=[validate_visible_text])
     timestamp = TimestampField(required=False, allow_null=True)
+
+
+# What DRF's CharField refuses in any text (ProhibitNullCharactersValidator, ProhibitSurrogateCharactersValidator).
+_REFUSED_CHARACTERS = re.compile("[\x00\ud800-\udfff]")
+
+
+class MessagesField(serializers.ListField):
+    """The posted messages. DRF's field-by-field validation costs ~0.17 ms a message (87 ms for the 500 of a
+    session posted so far, most of the post), so a list whose messages are all plainly well formed is passed on
+    as it is (episode_store cleans it: clean_messages); any other is validated by MessageSerializer, whose errors
+    name the message and its field."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, list) and data and all(map(_plainly_well_formed, data)):
+            return data
+        return super().to_internal_value(data)
+
+
+def _plainly_well_formed(message) -> bool:
+    if not isinstance(message, dict) or not message.keys() <= {"role", "content", "timestamp"}:
+        return False
+    content, timestamp = message.get("content"), message.get("timestamp")
+    if message.get("role") not in ROLES or not isinstance(content, str) or _REFUSED_CHARACTERS.search(content):
+        return False
+    if not has_visible_text(content):
+        return False
+    try:
+        return timestamp is None or (isinstance(timestamp, str) and parse_timestamp(timestamp, field="timestamp"))
+    except ValidationError:
+        return False
 
 
 class EpisodeListOutputSerializer(serializers.ModelSerializer):
@@ -68,7 +102,7 @@ class EpisodeListCreateApi(ApiView):
         user_id = IdentifierField()
         session_id = IdentifierField()
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
-        messages = serializers.ListField(child=MessageSerializer(), allow_empty=False)
+        messages = MessagesField(child=MessageSerializer(), allow_empty=False)
         extract = serializers.BooleanField(default=True)
 
     class OutputSerializer(serializers.Serializer):
