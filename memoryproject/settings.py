@@ -256,7 +256,8 @@ EPISODES_MAX_MESSAGE_CHARS = env.int("EPISODES_MAX_MESSAGE_CHARS", default=20000
 EPISODES_MAX_EPISODE_CHARS = env.int("EPISODES_MAX_EPISODE_CHARS", default=200000)
 # Sessions whose user messages hold fewer characters than this are not mined for facts (skipped, reason kept).
 EPISODES_EXTRACT_MIN_USER_CHARS = env.int("EPISODES_EXTRACT_MIN_USER_CHARS", default=20)
-# An episode still pending this long after its last post lost its task (a broker outage): it is queued again.
+# An episode still pending (or running with no live run) this long after its last change lost its task (a broker
+# outage, a dead worker): the episodes-requeue schedule queues it again.
 EPISODES_REQUEUE_AFTER_MINUTES = env.int("EPISODES_REQUEUE_AFTER_MINUTES", default=10)
 # Longest summary kept (characters), from the chat model or the offline extractive summariser.
 EPISODES_SUMMARY_MAX_CHARS = env.int("EPISODES_SUMMARY_MAX_CHARS", default=600)

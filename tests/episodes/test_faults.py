@@ -6,6 +6,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from episodes import extraction
@@ -15,6 +16,7 @@ from episodes.selectors import episodes_search
 from episodes.services import episode_store, episodes_requeue
 from facts.models import Fact
 from tests.episodes.factories import TURN_1, conversation
+from tests.factories import make_tenant
 from tests.fake_openai import Failure
 
 pytestmark = pytest.mark.django_db
@@ -206,3 +208,27 @@ def test_episode_search_answers_by_keywords_while_embeddings_fail(api, post_epis
     healthy = api.post("/api/v1/episodes/search", query, format="json").json()
     assert healthy["degraded"] == []
     assert healthy["results"][0]["scores"]["vector"] > 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_no_transaction_is_open_across_steps_nor_during_the_slow_calls(settings, monkeypatch):
+    settings.EPISODES_EXTRACTION_STEP_MESSAGES = 2
+    tenant, _ = make_tenant()
+    open_during = []
+
+    def extract(**kwargs):
+        open_during.append(("extract", connection.in_atomic_block))
+        return REAL_FACTS_EXTRACT(**kwargs)
+
+    def embed(*args, **kwargs):
+        open_during.append(("summary embedding", connection.in_atomic_block))
+        return real_embed(*args, **kwargs)
+
+    real_embed = extraction.embed_query
+    monkeypatch.setattr(extraction, "facts_extract", extract)
+    monkeypatch.setattr(extraction, "embed_query", embed)
+
+    episode = store(tenant)  # committed: its extraction runs after the commit (inline in the tests)
+
+    assert Episode.objects.get(pk=episode.pk).extraction_status == "done"
+    assert open_during == [("extract", False)] * 3 + [("summary embedding", False)]
