@@ -70,7 +70,8 @@ def episode_store(
         window = said_count(posted)
         new = new_after(
             posted=posted,
-            head=lambda: episode_stored_said(episode=episode, count=window),
+            # Fewer stored messages than posted: the head cannot equal the post (the session so far, grown), unread.
+            head=lambda: episode_stored_said(episode=episode, count=window) if episode.message_count >= window else [],
             tail=lambda: episode_stored_said(episode=episode, count=window, from_end=True),
             stored_system=lambda: episode_stored_system(
                 episode=episode, contents={message["content"] for message in posted}
