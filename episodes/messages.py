@@ -8,7 +8,9 @@ from django.core.exceptions import ValidationError
 from core.errors import ApplicationError
 from core.timestamps import parse_timestamp, timestamp_text
 
-ROLES = ("user", "assistant", "system", "tool")
+from .models import EpisodeMessage
+
+ROLES = tuple(EpisodeMessage.Role.values)
 
 
 def too_large(message: str, field: str) -> ApplicationError:
