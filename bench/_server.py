@@ -100,7 +100,10 @@ class FakeEmbeddingServer:
 
     def __init__(self, *, failure_rate: float = 0.0, seed: int = 17):
         command = [sys.executable, __file__, "--fake-openai", "--failure-rate", str(failure_rate), "--seed", str(seed)]
-        self.process = subprocess.Popen(command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        # Its own session: Ctrl-C reaches only the bench, which stops the fake by closing its stdin.
+        self.process = subprocess.Popen(
+            command, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+        )
         self.base_url = self.process.stdout.readline().strip()
         if not self.base_url.startswith("http"):
             self.stop()
@@ -197,13 +200,16 @@ class ProductionServer:
             start_new_session=True,  # Ctrl-C in the terminal reaches the bench, which stops serve itself
         )
 
+    def check_alive(self) -> None:
+        if self.process is not None and self.process.poll() is not None:
+            raise SystemExit(f"manage.py serve exited with {self.process.returncode}; see {self.log_path}")
+
     def wait_ready(self, timeout: float = 180.0) -> dict:
         """Poll /api/health/ready until it answers 200 (the worker's first heartbeat can take ~30 s)."""
         deadline = time.monotonic() + timeout
         last: tuple[int, dict] = (0, {})
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SystemExit(f"manage.py serve exited with {self.process.returncode}; see {self.log_path}")
+            self.check_alive()
             self._descendants.update(_children(self.process.pid))
             try:
                 with urlopen(self.base_url + "/api/health/ready", timeout=10) as response:  # noqa: S310

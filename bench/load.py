@@ -36,6 +36,7 @@ import math
 import os
 import random
 import re
+import signal
 import sys
 import threading
 import time
@@ -60,7 +61,7 @@ ROUTES = {
     "kb": "/api/v1/kb/documents",
 }
 USERS_PER_TENANT = 5
-AGENTS_PER_TENANT = 10
+AGENTS_PER_TENANT = 5
 SEED_FACTS_PER_USER = 30
 REQUEST_TIMEOUT = (5, 180)  # connect, read: longer than gunicorn's 120 s, so its timeout shows as its own error
 
@@ -317,8 +318,9 @@ class Agent:
             messages.append({"role": role, "content": f"{turn.speaker}: {turn.text} ({marker})"})
             markers.append(marker)
         self.sessions[user] = (session_id, turns, position + 2)
-        sample, body = self.client.call("episodes", self.tenant, json={"user_id": user, "session_id": session_id,
-                                                                        "messages": messages})  # fmt: skip
+        sample, body = self.client.call(
+            "episodes", self.tenant, json={"user_id": user, "session_id": session_id, "messages": messages}
+        )
         write = Write("episodes", self.tenant.index, user, markers, sample.status, session_id=session_id)
         write.error = sample.error
         if 200 <= sample.status < 300:
@@ -345,8 +347,17 @@ class Agent:
         self.client.recorder.add(sample, write)
 
 
-def run_agents(agents: list[Agent], *, duration: float, think_ms: float, max_requests: int, stop: threading.Event):
-    """Every agent in its own thread, closed loop, until the duration, the request budget or Ctrl-C."""
+def run_agents(
+    agents: list[Agent],
+    *,
+    duration: float,
+    think_ms: float,
+    max_requests: int,
+    stop: threading.Event,
+    server: _server.ProductionServer,
+) -> float:
+    """Every agent in its own thread, closed loop, until the duration, the request budget or Ctrl-C (or the server
+    exiting); the seconds it took."""
     ops, weights = list(MIX), list(MIX.values())
     budget = {"left": max_requests}
     budget_lock = threading.Lock()
@@ -372,6 +383,7 @@ def run_agents(agents: list[Agent], *, duration: float, think_ms: float, max_req
     for thread in threads:
         while thread.is_alive():
             thread.join(timeout=0.5)
+            server.check_alive()
     return time.monotonic() - started
 
 
@@ -401,6 +413,8 @@ def server_environment(args, fake_base_url: str) -> dict[str, str]:
         "DJANGO_STATIC_ROOT": str(data / "static"),
         "PROMETHEUS_MULTIPROC_DIR": str(data / "prometheus"),
     }
+    if args.embedder == "local":  # the bundled MiniLM in every web and worker process: CPU-bound, no faults
+        env["EMBEDDING_PROVIDER"] = "local"
     if not os.environ.get("DATABASE_URL"):
         env["EMBEDDED_PG_DATA_DIR"] = str(data / "pgdata")
     return env
@@ -469,9 +483,10 @@ def backlog(tenant_ids: list[int]) -> dict[str, int]:
     return {"queued_tasks": queued, "episodes_extracting": episodes, "documents_indexing": documents}
 
 
-def drain(tenant_ids: list[int], timeout: float) -> tuple[float, dict[str, int]]:
+def drain(tenant_ids: list[int], timeout: float, server: _server.ProductionServer) -> tuple[float, dict[str, int]]:
     started = time.monotonic()
     while True:
+        server.check_alive()
         left = backlog(tenant_ids)
         if not any(left.values()) or time.monotonic() - started > timeout:
             return time.monotonic() - started, left
@@ -615,8 +630,10 @@ def route_table(samples: list[Sample], elapsed: float) -> list[dict]:
 
 
 def print_route_table(rows: list[dict], elapsed: float) -> None:
-    print(f"{'route':<26} {'count':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-          f"{'errors':>6} {'degraded':>8}")  # fmt: skip
+    print(
+        f"{'route':<26} {'count':>6} {'req/s':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} "
+        f"{'errors':>6} {'degraded':>8}"
+    )
     for row in rows:
         print(
             f"{row['route']:<26} {row['count']:>6} {row['per_s']:>7.1f} {row['p50']:>8.1f} {row['p95']:>8.1f} "
@@ -688,7 +705,7 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
     seeder = Client(ctx.server.base_url, Recorder())
     ctx.fake.set_failure_rate(0.0)
     tenants_seed(seeder, tenants, ctx.texts, random.Random(args.seed))
-    drain([t.id for t in tenants], args.drain_timeout)
+    drain([t.id for t in tenants], args.drain_timeout, ctx.server)
     markers = Markers(f"{ctx.run_id}{label}")
     recorder = Recorder()
     agents = [
@@ -702,16 +719,24 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
         )
         for n in range(args.agents)
     ]
-    print(f"\n== mixed: {args.agents} agents x {args.duration:g} s, {tenant_count} tenants x {USERS_PER_TENANT} users, "
-          f"embedding failure rate {failure_rate:g}, think {args.think_ms:g} ms", flush=True)  # fmt: skip
+    print(
+        f"\n== mixed: {args.agents} agents x {args.duration:g} s, {tenant_count} tenants x {USERS_PER_TENANT} users, "
+        f"embedding failure rate {failure_rate:g}, think {args.think_ms:g} ms",
+        flush=True,
+    )
     before = ctx.fake.control()
     ctx.fake.set_failure_rate(failure_rate, seed=args.seed)
     elapsed = run_agents(
-        agents, duration=args.duration, think_ms=args.think_ms, max_requests=args.max_requests, stop=ctx.stop
+        agents,
+        duration=args.duration,
+        think_ms=args.think_ms,
+        max_requests=args.max_requests,
+        stop=ctx.stop,
+        server=ctx.server,
     )
     ctx.fake.set_failure_rate(0.0)  # the drain and the count check run with a healthy provider, as after an outage
     after = ctx.fake.control()
-    drained_in, left = drain([t.id for t in tenants], args.drain_timeout)
+    drained_in, left = drain([t.id for t in tenants], args.drain_timeout, ctx.server)
     check = count_check(recorder.writes, tenants, seeder, markers)
     for agent in agents:
         agent.client.close()
@@ -793,7 +818,7 @@ def scenario_kb_isolation(ctx: Context) -> dict:
     seeder = Client(ctx.server.base_url, Recorder())
     ctx.fake.set_failure_rate(0.0)
     tenants_seed(seeder, others, ctx.texts, random.Random(args.seed))
-    drain([t.id for t in [*others, heavy]], args.drain_timeout)
+    drain([t.id for t in [*others, heavy]], args.drain_timeout, ctx.server)
     size = int(args.kb_upload_mb * 1024 * 1024)
     marker = f"lm{ctx.run_id}kbheavy"
     text = ctx.texts.document(random.Random(args.seed), size_bytes=size, title="Field notes", marker=marker)
@@ -844,8 +869,13 @@ def scenario_kb_isolation(ctx: Context) -> dict:
             "errors": sum(not 200 <= s.status < 300 for s in samples),
         }
 
-    result = {"scenario": "kb-isolation", "upload_bytes": len(text.encode()), "upload": upload,
-              "idle": figures(idle, args.kb_idle), "during": figures(during, during_s)}  # fmt: skip
+    result = {
+        "scenario": "kb-isolation",
+        "upload_bytes": len(text.encode()),
+        "upload": upload,
+        "idle": figures(idle, args.kb_idle),
+        "during": figures(during, during_s),
+    }
     result["p95_ratio"] = result["during"]["p95"] / result["idle"]["p95"] if idle else float("nan")
     header = f"{'count':>6} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'max ms':>8} {'errors':>6}"
     print(f"{'other tenants /context':<24} {header}")
@@ -861,8 +891,10 @@ def scenario_kb_isolation(ctx: Context) -> dict:
         if "indexed_s" in upload
         else "NOT indexed within the window"
     )
-    print(f"upload: answered {upload.get('status')} {upload.get('answer') or upload.get('error')} in "
-          f"{upload.get('request_s', float('nan')):.1f} s; {indexed}")  # fmt: skip
+    print(
+        f"upload: answered {upload.get('status')} {upload.get('answer') or upload.get('error')} in "
+        f"{upload.get('request_s', float('nan')):.1f} s; {indexed}"
+    )
     return result
 
 
@@ -888,15 +920,16 @@ def scenario_episode_append(ctx: Context) -> dict:
         message = {"role": role, "content": f"{turn.speaker}: {turn.text} ({marker})"}
         posted.append(message)
         messages = posted if args.post_mode == "snapshot" else [message]
-        sample, body = client.call("episodes", tenant, json={"user_id": user, "session_id": session_id,
-                                                             "messages": messages})  # fmt: skip
+        sample, body = client.call(
+            "episodes", tenant, json={"user_id": user, "session_id": session_id, "messages": messages}
+        )
         samples.append(sample)
         writes.append(Write("episodes", 0, user, [marker], sample.status, session_id=session_id, error=sample.error))
     ms = [s.ms for s in samples]
     first, last = ms[:50], ms[-50:]
     mean = lambda values: sum(values) / len(values) if values else float("nan")  # noqa: E731
     bins = [round(mean(ms[start : start + 50]), 1) for start in range(0, len(ms), 50)]
-    drained_in, left = drain([tenant.id], args.drain_timeout)
+    drained_in, left = drain([tenant.id], args.drain_timeout, ctx.server)
     check = count_check(writes, [tenant], client, markers)
     client.close()
     result = {
@@ -913,10 +946,11 @@ def scenario_episode_append(ctx: Context) -> dict:
         "drain": {"seconds": drained_in, "left": left},
     }
     print(f"mean ms per post, by 50: {bins}")
-    print(f"first 50: {result['first_50_mean_ms']:.1f} ms, last 50: {result['last_50_mean_ms']:.1f} ms, "
-          f"ratio {result['ratio']:.2f}x (target within 1.5x); errors {result['errors']}")  # fmt: skip
-    print_check({"episode_messages": check["episode_messages"]}, errors_by_status(samples),
-                left, drained_in)  # fmt: skip
+    print(
+        f"first 50: {result['first_50_mean_ms']:.1f} ms, last 50: {result['last_50_mean_ms']:.1f} ms, "
+        f"ratio {result['ratio']:.2f}x (target within 1.5x); errors {result['errors']}"
+    )
+    print_check({"episode_messages": check["episode_messages"]}, errors_by_status(samples), left, drained_in)
     return result
 
 
@@ -939,13 +973,25 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--kb-idle", type=float, default=None, help="kb-isolation: idle seconds (20; quick 8)")
     parser.add_argument("--kb-window", type=float, default=None, help="kb-isolation: longest wait (300; quick 90)")
     parser.add_argument("--turns", type=int, default=None, help="episode-append: turns (500; quick 300)")
-    parser.add_argument("--post-mode", choices=["latest", "snapshot"], default="latest",
-                        help="episode-append: post the new turn, or the whole session so far")  # fmt: skip
+    parser.add_argument(
+        "--post-mode",
+        choices=["latest", "snapshot"],
+        default="latest",
+        help="episode-append: post the new turn, or the whole session so far",
+    )
     parser.add_argument("--drain-timeout", type=float, default=None, help="seconds to wait for the worker (180)")
     parser.add_argument("--openai-max-retries", type=int, default=0, help="the server's OPENAI_MAX_RETRIES")
     parser.add_argument("--openai-timeout", type=float, default=5.0, help="the server's OPENAI_TIMEOUT")
+    parser.add_argument(
+        "--embedder",
+        choices=["fake", "local"],
+        default="fake",
+        help="fake: the OpenAI-compatible fake (with faults); local: the bundled MiniLM",
+    )
     parser.add_argument("--seed", type=int, default=17)
     args = parser.parse_args()
+    if args.embedder == "local" and (args.embedding_failure_rate or args.both):
+        parser.error("faults are injected through the fake embedding server: --embedder local takes no failure rate")
     defaults = {
         "agents": (50, 10),
         "duration": (60.0, 15.0),
@@ -962,8 +1008,15 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     args = parse_args()
+    # Explicit: a shell may start us with SIGINT ignored; SIGTERM should stop the servers too.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
     run_id = uuid.uuid4().hex[:6]
     stop = threading.Event()
     log_path = VAR / f"load-server-{run_id}.log"
@@ -977,9 +1030,13 @@ def main() -> None:
         started = time.monotonic()
         server.start()
         ready = server.wait_ready()
-        print(f"manage.py serve on {server.base_url} ready in {time.monotonic() - started:.1f} s "
-              f"({ready.get('checks')}); log {log_path}; {os.cpu_count()} cores, "
-              f"load average {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
+        print(
+            f"manage.py serve ({args.embedder} embedder) on {server.base_url} ready in "
+            f"{time.monotonic() - started:.1f} s "
+            f"({ready.get('checks')}); log {log_path}; {os.cpu_count()} cores, "
+            f"load average {os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
         ctx = Context(args, server, fake, Texts(args.seed), run_id, stop)
         scenarios = ["mixed", "kb-isolation", "episode-append"] if args.scenario == "all" else [args.scenario]
         for scenario in scenarios:
