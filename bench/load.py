@@ -498,27 +498,36 @@ def count_check(writes: list[Write], tenants: list[Tenant], client: Client, mark
     from django.db import close_old_connections
     from django.db.models import Count
 
-    from facts.models import Fact
+    from facts.models import Fact, FactEvent
     from kb.models import Document
 
     close_old_connections()
     ids = [tenant.id for tenant in tenants]
     result: dict[str, dict] = {}
 
-    # Facts: by marker in the stored text; a merge keeps the older fact's text, so that fact must exist instead.
-    stored_markers: dict[str, int] = {}
+    # Facts: by the marker in a stored fact's text, or in the event of a merge into an older fact (which keeps the
+    # older text and records the merged one), the check for a write merged at once or later (after its embedding).
+    stored_markers: set[str] = set()
     fact_ids = set()
     for fact_id, content in Fact.objects.filter(tenant_id__in=ids).values_list("id", "content").iterator():
         fact_ids.add(fact_id)
-        for marker in markers.find(content):
-            stored_markers[marker] = fact_id
+        stored_markers |= markers.find(content)
+    merged_markers: set[str] = set()
+    merges = FactEvent.objects.filter(tenant_id__in=ids, action=FactEvent.Action.MERGED)
+    for after in merges.values_list("after", flat=True).iterator():
+        merged_markers |= markers.find(str((after or {}).get("merged", "")))
     without_vector = Fact.objects.filter(tenant_id__in=ids, embedding__isnull=True).count()
     facts = [write for write in writes if write.kind == "facts"]
     acked = [write for write in facts if write.acknowledged]
-    merged = [write for write in acked if write.outcome == "merged"]
-    lost = [w for w in acked if w.outcome != "merged" and w.markers[0] not in stored_markers]
-    lost += [w for w in merged if w.object_id not in fact_ids]
-    kept = [w for w in facts if not w.acknowledged and w.markers[0] in stored_markers]
+
+    def fact_stored(write: Write) -> bool:
+        marker = write.markers[0]
+        merged_at_once = write.outcome == "merged" and write.object_id in fact_ids
+        return marker in stored_markers or marker in merged_markers or merged_at_once
+
+    lost = [write for write in acked if not fact_stored(write)]
+    merged = [w for w in acked if w.markers[0] not in stored_markers and fact_stored(w)]
+    kept = [write for write in facts if not write.acknowledged and fact_stored(write)]
     result["facts"] = {
         "acknowledged": len(acked),
         "stored": len(acked) - len(lost),
