@@ -459,6 +459,16 @@ def tenants_seed(client: Client, tenants: list[Tenant], texts: Texts, rng: rando
 # --- the queue and the count check ----------------------------------------------------------------------------
 
 
+def queued_functions() -> dict[str, int]:
+    """The tasks still queued, by function (the ORM broker only), for a queue that did not drain."""
+    from django_q.conf import Conf
+    from django_q.models import OrmQ
+
+    if not Conf.ORM:
+        return {}
+    return {str(func): count for func, count in Counter(row.func() for row in OrmQ.objects.all()[:500]).items()}
+
+
 def backlog(tenant_ids: list[int]) -> dict[str, int]:
     """What the worker still has to do: queued tasks, episodes waiting for extraction, documents being indexed."""
     from django.db import close_old_connections
@@ -488,8 +498,10 @@ def drain(tenant_ids: list[int], timeout: float, server: _server.ProductionServe
     while True:
         server.check_alive()
         left = backlog(tenant_ids)
-        if not any(left.values()) or time.monotonic() - started > timeout:
+        if not any(left.values()):
             return time.monotonic() - started, left
+        if time.monotonic() - started > timeout:
+            return time.monotonic() - started, {**left, "queued_by_function": queued_functions()}
         time.sleep(1.0)
 
 
@@ -576,7 +588,7 @@ def count_check(writes: list[Write], tenants: list[Tenant], client: Client, mark
         "posts_acknowledged": sum(w.acknowledged for w in episodes),
         "sessions": len(by_session),
         "extraction_status": dict(statuses),
-        "lost_examples": lost_examples,
+        "lost_examples": sorted(set(lost_examples)),
     }
 
     # KB documents: by doc_id, with their chunks (a document without chunks is stored but not searchable).
@@ -609,6 +621,37 @@ def count_check(writes: list[Write], tenants: list[Tenant], client: Client, mark
         "lost_examples": [w.doc_id for w in kb_lost[:5]],
     }
     return result
+
+
+def self_check_sabotage(client: Client, tenants: list[Tenant], writes: list[Write]) -> None:
+    """--self-check: erase one end user (their facts and episodes) and delete one acknowledged KB document through
+    the API before the count check, which must then report exactly those writes as lost."""
+    from kb.models import Document
+
+    acked = [w for w in writes if w.acknowledged and w.kind in ("facts", "episodes")]
+    if acked:
+        tenant, user = tenants[acked[0].tenant], acked[0].user_id
+        mine = [w for w in acked if w.tenant == acked[0].tenant and w.user_id == user]
+        response = client.session.delete(
+            f"{client.base_url}/api/v1/users/{user}", headers={"Authorization": f"Bearer {tenant.key}"}, timeout=60
+        )
+        facts = sum(w.kind == "facts" for w in mine)  # merged ones too: erasure takes the merge events with it
+        messages = sum(len(w.markers) for w in mine if w.kind == "episodes")
+        print(
+            f"self-check: erased {user} of {tenant.name} (HTTP {response.status_code}): expect {facts} facts and "
+            f"{messages} episode messages lost"
+        )
+    documents = [w for w in writes if w.acknowledged and w.kind == "kb"]
+    if documents:
+        tenant = tenants[documents[0].tenant]
+        document = Document.objects.filter(tenant_id=tenant.id, doc_id=documents[0].doc_id).first()
+        if document is not None:
+            response = client.session.delete(
+                f"{client.base_url}/api/v1/kb/documents/{document.pk}",
+                headers={"Authorization": f"Bearer {tenant.key}"},
+                timeout=60,
+            )
+            print(f"self-check: deleted KB document {documents[0].doc_id} ({response.status_code}): expect 1 lost")
 
 
 # --- reporting ------------------------------------------------------------------------------------------------
@@ -746,6 +789,8 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
     ctx.fake.set_failure_rate(0.0)  # the drain and the count check run with a healthy provider, as after an outage
     after = ctx.fake.control()
     drained_in, left = drain([t.id for t in tenants], args.drain_timeout, ctx.server)
+    if args.self_check:
+        self_check_sabotage(seeder, tenants, recorder.writes)
     check = count_check(recorder.writes, tenants, seeder, markers)
     for agent in agents:
         agent.client.close()
@@ -996,6 +1041,11 @@ def parse_args() -> argparse.Namespace:
         choices=["fake", "local"],
         default="fake",
         help="fake: the OpenAI-compatible fake (with faults); local: the bundled MiniLM",
+    )
+    parser.add_argument(
+        "--self-check",
+        action="store_true",
+        help="mixed: erase one user and one document before the count check, to see it catch them",
     )
     parser.add_argument("--seed", type=int, default=17)
     args = parser.parse_args()
