@@ -185,6 +185,7 @@ class Write:
     object_id: int | None = None
     error: str = ""
     kept: bool = False  # failed, yet found stored by the count check
+    pending: bool = False  # a fact acknowledged before its embedding (issue 17: stored while the provider fails)
 
     @property
     def acknowledged(self) -> bool:
@@ -307,6 +308,7 @@ class Agent:
         if sample.status in (200, 201) and isinstance(body, dict):
             write.outcome = body.get("outcome", "")
             write.object_id = (body.get("fact") or {}).get("id")
+            write.pending = (body.get("fact") or {}).get("embedding") == "pending"
         self.client.recorder.add(sample, write)
 
     def op_episodes(self, user: str) -> None:
@@ -472,12 +474,14 @@ def queued_functions() -> dict[str, int]:
 
 
 def backlog(tenant_ids: list[int]) -> dict[str, int]:
-    """What the worker still has to do: queued tasks, episodes waiting for extraction, documents being indexed."""
+    """What the worker still has to do: queued tasks, episodes waiting for extraction, documents being indexed, facts
+    stored without their vector (while the provider failed)."""
     from django.db import close_old_connections
     from django_q.brokers import get_broker
     from django_q.conf import Conf
 
     from episodes.models import Episode
+    from facts.models import Fact
     from kb.models import Document
 
     close_old_connections()
@@ -492,7 +496,13 @@ def backlog(tenant_ids: list[int]) -> dict[str, int]:
     documents = 0
     if "status" in field_names:  # KB uploads indexed by the worker (issue 17) carry a status
         documents = Document.objects.filter(tenant_id__in=tenant_ids).exclude(status__in=["ready", "failed"]).count()
-    return {"queued_tasks": queued, "episodes_extracting": episodes, "documents_indexing": documents}
+    facts = Fact.objects.filter(tenant_id__in=tenant_ids, embedding__isnull=True).count()
+    return {
+        "queued_tasks": queued,
+        "episodes_extracting": episodes,
+        "documents_indexing": documents,
+        "facts_awaiting_vector": facts,
+    }
 
 
 def drain(tenant_ids: list[int], timeout: float, server: _server.ProductionServer) -> tuple[float, dict[str, int]]:
@@ -548,6 +558,7 @@ def count_check(writes: list[Write], tenants: list[Tenant], client: Client, mark
         "acknowledged": len(acked),
         "stored": len(acked) - len(lost),
         "merged_into_existing": len(merged),
+        "acknowledged_awaiting_vector": sum(write.pending for write in acked),
         "lost": len(lost),
         "failed": len(facts) - len(acked),
         "kept_despite_error": len(kept),
