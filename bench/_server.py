@@ -132,7 +132,7 @@ class FakeEmbeddingServer:
 # --- the production server ------------------------------------------------------------------------------------
 
 
-def _children(pid: int) -> list[int]:
+def _children(pid: int, *, python_only: bool = True) -> list[int]:
     """The Python processes descending from `pid` (read from /proc), so that stop() ends only what serve started."""
     parents: dict[int, list[int]] = {}
     for entry in Path("/proc").iterdir():
@@ -152,9 +152,20 @@ def _children(pid: int) -> list[int]:
                 command = (Path("/proc") / str(child) / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"python" in command:  # not the embedded PostgreSQL: it stops by itself when its last user exits
+            if b"python" in command or not python_only:  # not the embedded PostgreSQL: it stops by itself
                 found.append(child)
     return found
+
+
+def cpu_seconds(pid: int, *, ended_children: bool = False) -> float:
+    """User + system CPU seconds of one live process (0 when it is gone); `ended_children` adds those of the
+    children it has reaped (PostgreSQL's postmaster reaps a backend per connection)."""
+    try:
+        fields = (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if ended_children else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def _alive(pid: int) -> bool:
@@ -199,6 +210,32 @@ class ProductionServer:
             stderr=subprocess.STDOUT,
             start_new_session=True,  # Ctrl-C in the terminal reaches the bench, which stops serve itself
         )
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of serve's web processes (gunicorn), worker processes (qcluster) and the embedded
+        PostgreSQL when it is the database (living processes only: a backend that ended takes its seconds along)."""
+        totals = {"web": 0.0, "worker": 0.0}
+        for pid in _children(self.process.pid) if self.process is not None else []:
+            try:
+                command = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+            except OSError:
+                continue
+            kind = "web" if b"gunicorn" in command else "worker" if b"qcluster" in command else None
+            if kind:
+                totals[kind] += cpu_seconds(pid)
+        data_dir = self.env.get("EMBEDDED_PG_DATA_DIR")
+        if data_dir:  # the embedded PostgreSQL: its postmaster names the folder; backends are its children
+            totals["postgres"] = 0.0
+            for entry in Path("/proc").iterdir():
+                try:
+                    command = (entry / "cmdline").read_bytes() if entry.name.isdigit() else b""
+                except OSError:
+                    continue
+                if command.startswith(b"/") and b"postgres\0-D\0" + data_dir.encode() in command:
+                    postmaster = int(entry.name)
+                    totals["postgres"] += cpu_seconds(postmaster, ended_children=True)
+                    totals["postgres"] += sum(cpu_seconds(pid) for pid in _children(postmaster, python_only=False))
+        return totals
 
     def check_alive(self) -> None:
         if self.process is not None and self.process.poll() is not None:

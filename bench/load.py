@@ -777,6 +777,14 @@ class Context:
     stop: threading.Event
 
 
+def cpu_now(ctx: Context) -> dict[str, float]:
+    return {
+        **ctx.server.cpu(),
+        "fake_embeddings": _server.cpu_seconds(ctx.fake.process.pid),
+        "bench": sum(os.times()[:2]),
+    }
+
+
 def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
     args = ctx.args
     label = f"mixed{int(failure_rate * 100)}"
@@ -805,6 +813,7 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
         flush=True,
     )
     before = ctx.fake.control()
+    cpu_before = cpu_now(ctx)
     ctx.fake.set_failure_rate(failure_rate, seed=args.seed)
     elapsed = run_agents(
         agents,
@@ -814,6 +823,7 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
         stop=ctx.stop,
         server=ctx.server,
     )
+    cpu = {name: round(value - cpu_before[name], 1) for name, value in cpu_now(ctx).items()}
     ctx.fake.set_failure_rate(0.0)  # the drain and the count check run with a healthy provider, as after an outage
     after = ctx.fake.control()
     drained_in, left = drain([t.id for t in tenants], args.drain_timeout, ctx.server)
@@ -830,6 +840,10 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
         "failed": after["embedding_failures"] - before["embedding_failures"],
     }
     print(f"fake embedding server during the run: {embedding['requests']} requests, {embedding['failed']} failed")
+    print(
+        f"CPU seconds during the run ({elapsed:.0f} s on {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f}): {cpu}; the rest of the cores went to other work on the machine"
+    )
     print_check(check, errors, left, drained_in)
     return {
         "scenario": "mixed",
@@ -843,6 +857,8 @@ def scenario_mixed(ctx: Context, failure_rate: float) -> dict:
         "count_check": check,
         "drain": {"seconds": drained_in, "left": left},
         "embedding_server": embedding,
+        "cpu_seconds": cpu,
+        "load_average": os.getloadavg()[0],
     }
 
 
