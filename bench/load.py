@@ -25,6 +25,10 @@ Scenarios
                   vs the last 50 (target within 1.5x), then the count check of its messages.
 --quick shrinks everything (10 agents x 15 s, a 1 MB upload, 300 turns): one to two minutes a scenario.
 
+The server gets this process's environment under the settings above, so serving settings can be compared:
+`DATABASE_CONN_MAX_AGE=60 bench/load.py --quick` (a new PostgreSQL backend per request costs about as much CPU as
+the request itself), `WEB_WORKERS=3`, `--embedder local` (the bundled model instead of the fake, no faults).
+
 Prints a table per run (route, count, p50/p95/p99 ms, errors) and writes the figures to var/bench/load-*.json.
 Asserts nothing; the exit code is 0 even when writes were lost (the table says so).
 Texts are LoCoMo turns (../shared/data/locomo/locomo_dev.json) when present, else generated sentences.
