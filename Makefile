@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export DJANGO_ENV ?= development
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-external-db lint bench clean
+.PHONY: help install run test test-external-db lint bench bench-load clean
 
 help: ## Show this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -46,6 +46,9 @@ lint: install ## Check the code: ruff (style, imports, bugs) and import-linter (
 bench: install ## Run the benchmarks under bench/ (they print figures; nothing is asserted)
 	$(PY) manage.py migrate --noinput
 	@for script in bench/[!_]*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+
+bench-load: install ## Load test of `manage.py serve` with embedding faults (bench/load.py, all scenarios; LOAD_ARGS=--quick)
+	$(PY) bench/load.py --scenario all --both $(LOAD_ARGS)
 
 clean: ## Remove the virtualenv and local data (the embedded database included)
 	rm -rf $(VENV) var
