@@ -465,6 +465,8 @@ def _enqueue(document_id: int) -> bool:
         if Conf.SYNC:  # the task ran inline (the tests): this is its own failure
             raise
         logger.warning("document %s stored, its indexing not queued (the sweep will): %s", document_id, exc)
+        # Due at once: the next sweep (every minute) queues it as soon as the broker is back.
+        DocumentIndexing.objects.filter(pk=document_id).update(next_attempt_at=timezone.now())
         return False
     return True
 
@@ -498,15 +500,15 @@ def documents_indexing_requeue() -> int:
     now = timezone.now()
     due = DocumentIndexing.objects.filter(next_attempt_at__lte=now, document__status=Status.INDEXING)
     queued = 0
-    for document_id in list(due.order_by("next_attempt_at").values_list("document_id", flat=True)[:1000]):
+    for document_id, due_at in list(due.order_by("next_attempt_at").values_list("document_id", "next_attempt_at")):
         if is_locked(LockNamespace.KB_DOCUMENT, *_run_lock(document_id)):
-            continue
-        # Pushed back first, so the next sweeps wait for this run instead of queueing it again and again.
-        DocumentIndexing.objects.filter(pk=document_id).update(
+            continue  # a run is alive: it sets the next attempt itself
+        if not _enqueue(document_id):
+            break  # the broker is down: every later one would fail the same way
+        # Pushed back, so the next sweeps wait for this run; unless the run already set it (claimed, or failed).
+        DocumentIndexing.objects.filter(pk=document_id, next_attempt_at=due_at).update(
             next_attempt_at=now + timedelta(seconds=settings.KB_INDEX_STALL_SECONDS)
         )
-        if not _enqueue(document_id):
-            break
         queued += 1
     return queued
 
