@@ -602,10 +602,11 @@ def _record_failure(document_id: int, version: int, exc: Exception) -> str:
     """Keep the error; with attempts left, the sweep retries after base x 2^(attempts - 1), else it is failed."""
     message = (getattr(exc, "message", None) or str(exc) or type(exc).__name__)[:4000]
     with transaction.atomic():
+        # The document's row first, then the text's: the order every writer of both takes them in.
+        document = Document.objects.select_for_update().filter(pk=document_id).first()
         job = DocumentIndexing.objects.select_for_update().defer("text").filter(pk=document_id).first()
-        if job is None or job.version != version:
+        if document is None or job is None or job.version != version:
             return "superseded"
-        document = Document.objects.select_for_update().get(pk=document_id)
         if job.attempts >= settings.KB_INDEX_MAX_ATTEMPTS:
             document.status = Status.FAILED
         else:
