@@ -249,7 +249,8 @@ KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------
 # Uploads whose text is longer are stored at once (202) and chunked and embedded by the worker; shorter ones are
-# indexed on the request (201/200). ~12 chunks: ~1.5 s of local embedding on 2 busy cores (bench/kb_upload.py).
+# indexed on the request (201/200). 20 kB of prose: ~18 chunks, 2.4-3.5 s of request on 2 cores shared with a busy
+# neighbour (load 5-9), against 167 s for 0.9 MB inline (bench/kb_upload.py).
 KB_INLINE_INDEX_MAX_CHARS = env.int("KB_INLINE_INDEX_MAX_CHARS", default=20000)
 # Chunks the worker embeds per step (its progress is written after each one).
 KB_INDEX_BATCH_CHUNKS = env.int("KB_INDEX_BATCH_CHUNKS", default=64)
