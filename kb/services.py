@@ -532,7 +532,9 @@ def document_index_queued(*, document_id: int) -> str:
         version = _claim(document_id)
         if version is None:
             return "idle"
-        job = DocumentIndexing.objects.select_related("document", "tenant").get(pk=document_id)
+        job = DocumentIndexing.objects.select_related("document", "tenant").filter(pk=document_id).first()
+        if job is None:  # replaced inline or deleted since the claim
+            return "idle"
         try:
             rows = _rows_embedded(job)
         except Exception as exc:
