@@ -57,8 +57,8 @@ class DocumentIndexing(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
+        # No index but the key: the sweep reads every row, and there are only as many as uploads waiting.
         verbose_name_plural = "document indexings"
-        indexes = [models.Index(fields=["next_attempt_at"], name="kbindexing_next_attempt")]
 
     def __str__(self) -> str:
         return f"indexing of {self.document_id} (v{self.version})"

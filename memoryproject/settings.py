@@ -407,4 +407,5 @@ SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "FactCategoryEnum": "facts.models.Fact.Category",
     "CategoryEnum": "memoryproject.schema.fact_category_values",
+    "DocumentStatusEnum": "kb.models.Document.Status",
 }
