@@ -1,11 +1,13 @@
 """Embedding providers: one interface, three implementations, chosen by EMBEDDING_PROVIDER."""
 
+import copy
 import functools
 import hashlib
 import os
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -217,6 +219,46 @@ def _features(piece: str | tuple[str, str]):
 # --- local (sentence-transformers) --------------------------------------------------------------
 
 
+class EmbeddingGate:
+    """At most EMBEDDING_MAX_CONCURRENCY local-model calls at once in the process, short calls first.
+
+    A call of at most EMBEDDING_SLICE_SIZE texts (a query, a fact) is "short": it takes the next free slot ahead of
+    every waiting slice of a long call (a document), which takes a slot per slice, so a query waits for one slice
+    at most (8 chunks: ~1-1.4 s on 2 busy cores) instead of a whole document's (0.9 MB inline: one search 162 s)."""
+
+    def __init__(self) -> None:
+        self._condition = threading.Condition()
+        self._active = 0
+        self._short_waiting = 0
+        self.most_active = 0  # the highest concurrency seen (tests and benchmarks read it)
+
+    @contextmanager
+    def slot(self, *, short: bool) -> Iterator[None]:
+        limit = max(settings.EMBEDDING_MAX_CONCURRENCY, 1)
+        with self._condition:
+            self._short_waiting += short
+            try:
+                while self._active >= limit or (not short and self._short_waiting):
+                    self._condition.wait()
+            finally:
+                self._short_waiting -= short
+            self._active += 1
+            self.most_active = max(self.most_active, self._active)
+        try:
+            yield
+        finally:
+            with self._condition:
+                self._active -= 1
+                self._condition.notify_all()
+
+    def waiting_short(self) -> int:
+        with self._condition:
+            return self._short_waiting
+
+
+EMBEDDING_GATE = EmbeddingGate()  # process-wide: every LocalEmbedder of the process shares the bound
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (or another sentence-transformers model on disk), loaded offline, once per process."""
 
@@ -237,7 +279,10 @@ class LocalEmbedder:
             torch.set_num_threads(config.threads)  # process-wide: bounds what one request's embedding takes
         self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        self._lock = threading.Lock()  # torch modules are not safe to call from several threads at once
+        # One model per concurrent call: its fast tokenizer must not be used by two threads at once ("Already
+        # borrowed", huggingface/tokenizers#537). Copies are made on demand, at most EMBEDDING_MAX_CONCURRENCY.
+        self._free_models = [self._model]
+        self._models_lock = threading.Lock()
         self.batch_size = config.batch_size
         dimension_of = (
             getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
@@ -252,15 +297,36 @@ class LocalEmbedder:
             )
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
-        return vectors.astype(np.float32)
+        texts = list(texts)
+        size = max(settings.EMBEDDING_SLICE_SIZE, 1)
+        short = len(texts) <= size
+        slices = []
+        for start in range(0, len(texts), size):
+            # The slot is released between slices, so a short call waiting meanwhile goes next.
+            with EMBEDDING_GATE.slot(short=short):
+                model = self._checkout()
+                try:
+                    slices.append(self._encode(model, texts[start : start + size]))
+                finally:
+                    self._checkin(model)
+        if not slices:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.vstack(slices).astype(np.float32)
+
+    def _encode(self, model, texts: list[str]) -> np.ndarray:
+        return model.encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+
+    def _checkout(self):
+        with self._models_lock:
+            if self._free_models:
+                return self._free_models.pop()
+            return copy.deepcopy(self._model)  # a second concurrent call (the gate's limit is above 1)
+
+    def _checkin(self, model) -> None:
+        with self._models_lock:
+            self._free_models.append(model)
 
 
 def _local_model_location(config: EmbedderConfig) -> tuple[Path, str]:

@@ -14,14 +14,14 @@ from .models import Document, KBChunk
 class DocumentAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
     """Documents are written by indexing (index_docs, the API); here they are looked at, re-indexed, deleted."""
 
-    list_display = ["doc_id", "title", "content_type", "chunks", "size_bytes", "updated_at", "tenant"]
-    list_filter = [TenantListFilter, "content_type"]
+    list_display = ["doc_id", "title", "content_type", "status", "chunks", "size_bytes", "updated_at", "tenant"]
+    list_filter = [TenantListFilter, "status", "content_type"]
     search_fields = ["doc_id", "title"]
     fields = [
         "tenant", "doc_id", "title", "content_type", "source_path", "content_hash", "size_bytes", "metadata",
-        "created_at", "updated_at",
+        "status", "error", "created_at", "updated_at",
     ]  # fmt: skip
-    actions = ["reindex"]
+    actions = ["reindex", "retry_indexing"]
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(chunk_count=Count("chunks"))
@@ -42,6 +42,16 @@ class DocumentAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
             queryset,
             "Re-indexed",
             lambda document: services.document_reindex(tenant=document.tenant, document_id=document.pk),
+        )
+
+    @admin.action(description="Retry the indexing of selected failed documents", permissions=["change"])
+    def retry_indexing(self, request, queryset):
+        apply_to_each(
+            self,
+            request,
+            queryset,
+            "Queued again",
+            lambda document: services.document_index_retry(tenant=document.tenant, document_id=document.pk),
         )
 
     def get_deleted_objects(self, objs, request):

@@ -1,7 +1,8 @@
 """The knowledge-base API: thin views that validate, call one service or selector, and present the result."""
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
@@ -32,8 +33,16 @@ class DocumentOutputSerializer(serializers.ModelSerializer):
         model = Document
         fields = [
             "id", "doc_id", "title", "content_type", "source_path", "size_bytes", "content_hash", "metadata",
-            "chunk_count", "created_at", "updated_at",
+            "chunk_count", "status", "error", "created_at", "updated_at",
         ]  # fmt: skip
+        extra_kwargs = {
+            "status": {
+                "help_text": "ready: the chunks are this text's; indexing: a new text waits for the worker (the "
+                "chunks, if any, are the previous text's, and stay searchable until it is ready); failed: the worker "
+                "gave up on the new text (error says why; POST .../retry queues it again)."
+            },
+            "error": {"help_text": "Why the last indexing attempt failed; empty when none did."},
+        }
 
     def get_metadata(self, document) -> dict:
         return {key: value for key, value in document.metadata.items() if key != services.CHUNKING_KEY}
@@ -62,11 +71,30 @@ class ChunkOutputSerializer(serializers.ModelSerializer):
         fields = ["ordinal", "heading_path", "line_start", "line_end", "token_count", "text"]
 
 
+class IndexingOutputSerializer(serializers.Serializer):
+    """The worker's progress on a document's waiting text."""
+
+    attempts = serializers.IntegerField(help_text="Runs started so far.")
+    max_attempts = serializers.SerializerMethodField()
+    chunks_total = serializers.IntegerField(help_text="0 until the current run has chunked the text.")
+    chunks_embedded = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField(help_text="When it is queued again if this run does not finish.")
+
+    def get_max_attempts(self, indexing) -> int:
+        return settings.KB_INDEX_MAX_ATTEMPTS
+
+
 class DocumentDetailOutputSerializer(DocumentOutputSerializer):
     chunks = serializers.SerializerMethodField()
+    indexing = serializers.SerializerMethodField()
 
     class Meta(DocumentOutputSerializer.Meta):
-        fields = [*DocumentOutputSerializer.Meta.fields, "chunks"]
+        fields = [*DocumentOutputSerializer.Meta.fields, "indexing", "chunks"]
+
+    @extend_schema_field(IndexingOutputSerializer(allow_null=True))
+    def get_indexing(self, document) -> dict | None:
+        indexing = self.context["indexing"]
+        return None if indexing is None else IndexingOutputSerializer(indexing).data
 
     def get_chunks(self, document) -> list[dict]:
         # The view passes them, read through the tenant-scoped selector, in reading order.
@@ -92,8 +120,11 @@ class DocumentListCreateApi(ApiView):
 
     class OutputSerializer(serializers.Serializer):
         outcome = serializers.ChoiceField(["new", "changed", "unchanged"])
-        chunks_written = serializers.IntegerField(help_text="0 when the document was unchanged.")
+        chunks_written = serializers.IntegerField(help_text="0 when the document was unchanged or is indexing.")
         document = DocumentOutputSerializer()
+        poll = serializers.CharField(
+            required=False, help_text="With 202: the document's URL, whose status turns ready (or failed)."
+        )
 
     @extend_schema(
         parameters=[FilterSerializer],
@@ -108,12 +139,14 @@ class DocumentListCreateApi(ApiView):
 
     @extend_schema(
         request={"application/json": TextInputSerializer, "multipart/form-data": FileInputSerializer},
-        responses={201: OutputSerializer, 200: OutputSerializer},
+        responses={201: OutputSerializer, 200: OutputSerializer, 202: OutputSerializer},
         operation_id="kb_documents_upload",
     )
     def post(self, request):
         """Index a document: JSON {doc_id, text, title, content_type}, or multipart with `file` (type by
-        extension) and optional doc_id and title. 201 when new; 200 when it replaced or matched a document."""
+        extension) and optional doc_id and title. 201 when new; 200 when it replaced or matched a document.
+        A text longer than KB_INLINE_INDEX_MAX_CHARS is checked and stored, then indexed by the worker: 202, the
+        document's status indexing, and `poll` (also the Location header) the URL that shows its progress."""
         _refuse_oversized_body(request)
         tenant = request_tenant(request)
         if request.content_type.startswith("multipart/form-data"):
@@ -141,6 +174,13 @@ class DocumentListCreateApi(ApiView):
             )
         document = selectors.document_with_chunk_count(tenant=tenant, document_id=result.document.pk)
         body = {"outcome": result.outcome, "chunks_written": result.chunks, "document": document}
+        if result.queued:
+            poll = reverse("kb-document-detail", kwargs={"document_id": document.pk})
+            return Response(
+                self.OutputSerializer({**body, "poll": poll}).data,
+                status=status.HTTP_202_ACCEPTED,
+                headers={"Location": poll},
+            )
         code = status.HTTP_201_CREATED if result.outcome == "new" else status.HTTP_200_OK
         return Response(self.OutputSerializer(body).data, status=code)
 
@@ -151,12 +191,25 @@ class DocumentDetailApi(ApiView):
         tenant = request_tenant(request)
         document = selectors.document_with_chunk_count(tenant=tenant, document_id=document_id)
         chunks = selectors.document_chunks(tenant=tenant, document=document).defer("embedding")
-        return Response(DocumentDetailOutputSerializer(document, context={"chunks": chunks}).data)
+        indexing = selectors.document_indexing_progress(tenant=tenant, document=document)
+        context = {"chunks": chunks, "indexing": indexing}
+        return Response(DocumentDetailOutputSerializer(document, context=context).data)
 
     @extend_schema(responses={204: None}, operation_id="kb_documents_delete")
     def delete(self, request, document_id: int):
         services.document_delete_by_id(tenant=request_tenant(request), document_id=document_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class DocumentRetryApi(ApiView):
+    @extend_schema(request=None, responses={202: DocumentOutputSerializer}, operation_id="kb_documents_retry")
+    def post(self, request, document_id: int):
+        """Queue the indexing of a failed (or stalled) document again, with a fresh budget of attempts. 409 when
+        the document is ready."""
+        tenant = request_tenant(request)
+        services.document_index_retry(tenant=tenant, document_id=document_id)
+        document = selectors.document_with_chunk_count(tenant=tenant, document_id=document_id)
+        return Response(DocumentOutputSerializer(document).data, status=status.HTTP_202_ACCEPTED)
 
 
 class SearchApi(ApiView):

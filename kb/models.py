@@ -11,6 +11,11 @@ from tenancy.models import Tenant
 class Document(models.Model):
     """A tenant's reference document (runbook, API reference, wiki page, code), shared by all its users."""
 
+    class Status(models.TextChoices):
+        READY = "ready"  # its chunks are the current text's
+        INDEXING = "indexing"  # a new text waits in its DocumentIndexing for the worker; chunks are the previous text's
+        FAILED = "failed"  # the worker gave up on the new text (error says why); chunks are the previous text's
+
     # No index of its own: the table's composite indexes start with tenant.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents", db_index=False)
     doc_id = models.CharField(max_length=500)  # the caller's id; by default the path below the indexed root
@@ -20,6 +25,8 @@ class Document(models.Model):
     content_hash = models.CharField(max_length=64)  # sha256 of the content: unchanged documents cost nothing
     size_bytes = models.PositiveBigIntegerField(default=0)
     metadata = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.READY)
+    error = models.TextField(blank=True, default="")  # why the last indexing attempt failed
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -29,6 +36,32 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.doc_id
+
+
+class DocumentIndexing(models.Model):
+    """A text uploaded for a document and not indexed yet: the worker chunks and embeds it, then swaps it in.
+
+    One per document (the latest upload wins: `version` tells a run that a newer text replaced the one it read)."""
+
+    document = models.OneToOneField(Document, on_delete=models.CASCADE, primary_key=True, related_name="indexing")
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    text = models.TextField()
+    fields = models.JSONField()  # the Document fields the text comes with (title, content hash, chunking, ...)
+    version = models.PositiveIntegerField(default=1)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    # When the sweep queues it again: after a failure, the backoff; while queued or running, the stall timeout.
+    next_attempt_at = models.DateTimeField()
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_embedded = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        # No index but the key: the sweep reads every row, and there are only as many as uploads waiting.
+        verbose_name_plural = "document indexings"
+
+    def __str__(self) -> str:
+        return f"indexing of {self.document_id} (v{self.version})"
 
 
 class KBChunk(models.Model):

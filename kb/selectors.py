@@ -18,7 +18,7 @@ from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from tenancy.models import Tenant
 
-from .models import Document, KBChunk
+from .models import Document, DocumentIndexing, KBChunk
 
 
 def documents_list(*, tenant: Tenant) -> QuerySet[Document]:
@@ -65,6 +65,11 @@ def documents_with_chunk_counts(*, tenant: Tenant, path_prefix: str = "") -> Que
 def document_with_chunk_count(*, tenant: Tenant, document_id: int) -> Document:
     """document_get with `chunk_count`."""
     return get_object_or_404(documents_with_chunk_counts(tenant=tenant), pk=document_id)
+
+
+def document_indexing_progress(*, tenant: Tenant, document: Document) -> DocumentIndexing | None:
+    """The worker's progress on the document's waiting text (None when nothing waits); the text itself unread."""
+    return DocumentIndexing.objects.filter(tenant=tenant, document=document).defer("text", "fields").first()
 
 
 @dataclass(frozen=True)

@@ -2,23 +2,34 @@
 
 Indexing is incremental: a document whose text and chunking parameters are unchanged costs two small reads and
 no embedding call, and inside a changed document only chunk texts the embedding cache has not seen are embedded.
+
+A long upload (over KB_INLINE_INDEX_MAX_CHARS) is not indexed on the request: its text is stored beside the
+document (DocumentIndexing, status indexing) and the worker indexes it (document_index_queued), embedding in
+batches; the new chunks replace the old ones in one transaction at the end, so searches see the previous version
+until then, and a new document has no chunks (is not found) until it is ready.
 """
 
 import fnmatch
 import hashlib
+import logging
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from http import HTTPStatus
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.models import F
+from django.utils import timezone
+from django_q.conf import Conf
+from django_q.tasks import async_task
 
 from ai.services import TENANT_TEXT, active_embedding_model, embed_texts
 from core.errors import ApplicationError
-from core.locks import LockNamespace, xact_lock
+from core.locks import LockNamespace, is_locked, session_lock, xact_lock
 from tenancy.models import Tenant
 
 from .chunking import CONTENT_TYPES, MIN_MAX_TOKENS, Chunk, chunk_document
@@ -30,8 +41,12 @@ from .loaders import (
     load_bytes,
     load_document,
 )
-from .models import Document, KBChunk, document_label
+from .models import Document, DocumentIndexing, KBChunk, document_label
 from .selectors import document_by_doc_id, document_chunks, document_get, documents_under_root
+
+logger = logging.getLogger(__name__)
+Status = Document.Status
+INDEX_TASK = "kb.tasks.document_index"
 
 CHUNKING_KEY = "_chunking"  # reserved Document.metadata key: the parameters the stored chunks were cut with
 # Bump when kb.chunking changes how it cuts, so the next run re-chunks every document.
@@ -48,8 +63,9 @@ class IndexResult:
     doc_id: str
     outcome: str  # new | changed | unchanged
     document: Document | None  # None on a dry run
-    chunks: int  # chunks written (on a dry run: that would be written); 0 when unchanged
+    chunks: int  # chunks written (on a dry run: that would be written); 0 when unchanged or queued
     written: bool  # whether the database was changed
+    queued: bool = False  # left to the worker: the document is indexing (its chunks are still the previous ones)
 
 
 # --- one document -----------------------------------------------------------------------------------------------
@@ -68,12 +84,14 @@ def document_index(
     max_tokens: int = 400,
     overlap_tokens: int = 50,
     dry_run: bool = False,
+    background: bool = False,
 ) -> IndexResult:
     """Store `text` as the tenant's document `doc_id`, replacing its previous chunks in one transaction.
 
     Unchanged (same text, same chunking, chunks embedded by the active model): nothing is embedded or rewritten;
     only descriptive fields that differ (e.g. source_path after the tree moved) are updated in place.
     A dry run reads but writes nothing and embeds nothing. size_bytes defaults to the UTF-8 size of `text`.
+    background: validate and store the text, and leave chunking and embedding to the worker (result.queued).
     """
     fields = _document_fields(
         text=text,
@@ -92,6 +110,8 @@ def document_index(
             return IndexResult(doc_id, "unchanged", None if dry_run else existing, chunks=0, written=False)
         document = _document_describe(tenant=tenant, doc_id=doc_id, fields=fields)
         return IndexResult(doc_id, "unchanged", document, chunks=0, written=True)
+    if background and not dry_run:
+        return _document_queue(tenant=tenant, doc_id=doc_id, fields=fields, text=text)
 
     chunks = chunk_document(text, content_type=content_type, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
     if dry_run:
@@ -112,6 +132,7 @@ def document_index_loaded(
     max_tokens: int = 400,
     overlap_tokens: int = 50,
     dry_run: bool = False,
+    background: bool = False,
 ) -> IndexResult:
     """document_index for what kb.loaders read; a code file's language goes into metadata."""
     return document_index(
@@ -126,6 +147,7 @@ def document_index_loaded(
         max_tokens=max_tokens,
         overlap_tokens=overlap_tokens,
         dry_run=dry_run,
+        background=background,
     )
 
 
@@ -143,6 +165,7 @@ def document_upload(
     `filename` picks the type by extension unless content_type is given. Refused with an ApplicationError:
     over KB_MAX_UPLOAD_BYTES (413 payload_too_large), a type the loaders do not read (415
     unsupported_file_type), content they cannot read, e.g. not UTF-8 or a broken PDF (400 unreadable_document).
+    A text longer than KB_INLINE_INDEX_MAX_CHARS is validated and stored, and indexed by the worker (queued).
     """
     limit = settings.KB_MAX_UPLOAD_BYTES
     if len(data) > limit:
@@ -165,7 +188,10 @@ def document_upload(
         raise ApplicationError(f"Cannot read {error.filename}: {error.reason}.", code="unreadable_document") from error
     if title:
         loaded = replace(loaded, title=title)
-    return document_index_loaded(tenant=tenant, doc_id=doc_id, loaded=loaded, size_bytes=len(data))
+    background = len(loaded.text) > settings.KB_INLINE_INDEX_MAX_CHARS
+    return document_index_loaded(
+        tenant=tenant, doc_id=doc_id, loaded=loaded, size_bytes=len(data), background=background
+    )
 
 
 def document_reindex(*, tenant: Tenant, document_id: int) -> IndexResult:
@@ -284,7 +310,8 @@ def _validate(*, tenant: Tenant, doc_id: str, fields: dict, text: str, max_token
 
 def _content_unchanged(tenant: Tenant, document: Document, fields: dict) -> bool:
     return (
-        document.content_hash == fields["content_hash"]
+        document.status == Status.READY  # else its chunks are not (yet) those of its fields
+        and document.content_hash == fields["content_hash"]
         and document.metadata.get(CHUNKING_KEY) == fields["metadata"][CHUNKING_KEY]
         # Chunks embedded by another model are invisible to search: re-index them.
         and not document_chunks(tenant=tenant, document=document)
@@ -330,13 +357,27 @@ def _document_replace(*, tenant: Tenant, doc_id: str, fields: dict, rows: list[K
     """Upsert the document and swap its chunks in one transaction: searches see the old or the new version."""
     with transaction.atomic():
         document = _document_locked(tenant, doc_id)
-        outcome = "new" if document is None else "changed"
-        document = _document_save(document or Document(tenant=tenant, doc_id=doc_id), fields)
-        KBChunk.objects.filter(tenant=tenant, document=document).delete()
-        for row in rows:
-            row.document = document
-        KBChunk.objects.bulk_create(rows, batch_size=CHUNK_INSERT_BATCH)
+        outcome = "new" if document is None or _never_indexed(document) else "changed"
+        document = _document_save(
+            document or Document(tenant=tenant, doc_id=doc_id), {**fields, "status": Status.READY, "error": ""}
+        )
+        # A text still waiting for the worker is older than this one: its run finds it gone and stops.
+        DocumentIndexing.objects.filter(document=document).delete()
+        _chunks_swap(tenant, document, rows)
     return document, outcome
+
+
+def _chunks_swap(tenant: Tenant, document: Document, rows: list[KBChunk]) -> None:
+    KBChunk.objects.filter(tenant=tenant, document=document).delete()
+    for row in rows:
+        row.document = document
+    KBChunk.objects.bulk_create(rows, batch_size=CHUNK_INSERT_BATCH)
+
+
+def _never_indexed(document: Document) -> bool:
+    # The chunking key names what the stored chunks were cut with: a document queued before it ever had chunks
+    # has none.
+    return CHUNKING_KEY not in document.metadata
 
 
 def _document_describe(*, tenant: Tenant, doc_id: str, fields: dict) -> Document | None:
@@ -380,6 +421,203 @@ def _fit_heading_path(heading_path: str) -> str:
 
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# --- indexing by the worker --------------------------------------------------------------------------------------
+
+
+def _document_queue(*, tenant: Tenant, doc_id: str, fields: dict, text: str) -> IndexResult:
+    """Store the text for the worker and queue its indexing after commit; the document shows status indexing.
+
+    The same text already waiting (or failed: a re-upload retries it) is not queued twice."""
+    with transaction.atomic():
+        document = _document_locked(tenant, doc_id)
+        if document is None:
+            unindexed = {**fields, "metadata": _without_chunking(fields["metadata"]), "status": Status.INDEXING}
+            document = _document_save(Document(tenant=tenant, doc_id=doc_id), unindexed)
+        outcome = "new" if _never_indexed(document) else "changed"
+        job = DocumentIndexing.objects.select_for_update().filter(document=document).first()
+        if job is not None and job.fields == fields and document.status == Status.INDEXING:
+            return IndexResult(doc_id, outcome, document, chunks=0, written=False, queued=True)
+        if job is None:
+            job = DocumentIndexing(document=document, tenant=tenant, version=0)
+        job.text, job.fields, job.version = text, fields, job.version + 1
+        _job_restart(document, job)
+    return IndexResult(doc_id, outcome, document, chunks=0, written=True, queued=True)
+
+
+def _job_restart(document: Document, job: DocumentIndexing) -> None:
+    """A fresh budget of attempts, status indexing, queued after commit (the caller holds the transaction)."""
+    job.attempts = job.chunks_total = job.chunks_embedded = 0
+    job.next_attempt_at = timezone.now() + timedelta(seconds=settings.KB_INDEX_STALL_SECONDS)
+    job.save()
+    document.status, document.error = Status.INDEXING, ""
+    document.save(update_fields=["status", "error", "updated_at"])
+    document_id = document.pk
+    transaction.on_commit(lambda: _enqueue(document_id), robust=Conf.SYNC)
+
+
+def _enqueue(document_id: int) -> bool:
+    """Queue the document's indexing; False when the broker cannot take it (the sweep queues it later)."""
+    try:
+        async_task(INDEX_TASK, document_id, task_name=f"kb_document_index-{document_id}", group="kb")
+    except Exception as exc:  # noqa: BLE001 - whatever the broker raises (redis, database), the answer is the same
+        if Conf.SYNC:  # the task ran inline (the tests): this is its own failure
+            raise
+        logger.warning("document %s stored, its indexing not queued (the sweep will): %s", document_id, exc)
+        # Due at once: the next sweep (every minute) queues it as soon as the broker is back.
+        DocumentIndexing.objects.filter(pk=document_id).update(next_attempt_at=timezone.now())
+        return False
+    return True
+
+
+def _without_chunking(metadata: dict) -> dict:
+    return {key: value for key, value in metadata.items() if key != CHUNKING_KEY}
+
+
+def document_index_retry(*, tenant: Tenant, document_id: int) -> Document:
+    """Queue the indexing of a failed document again, with a fresh budget of attempts (or a stalled one at once).
+
+    Http404 for a document of another tenant; 409 when there is nothing to retry (it is ready)."""
+    with transaction.atomic():
+        document = document_get(tenant=tenant, document_id=document_id)
+        document = _document_locked(tenant, document.doc_id)
+        job = DocumentIndexing.objects.select_for_update().defer("text").filter(document=document).first()
+        if job is None or document.status == Status.READY:
+            raise ApplicationError(
+                f"Only a failed or unfinished indexing can be retried; this document is {document.status}.",
+                code="conflict",
+                status_code=HTTPStatus.CONFLICT,
+            )
+        _job_restart(document, job)
+    return document
+
+
+def documents_indexing_requeue() -> int:
+    """Queue again every indexing that is due: retries whose backoff has passed, and runs lost on the way (the
+    broker was down, a worker died). A run still alive is left alone. Across tenants: the scheduler runs it.
+    Returns how many were queued; a broker still down leaves the rest for the next run."""
+    now = timezone.now()
+    due = DocumentIndexing.objects.filter(next_attempt_at__lte=now, document__status=Status.INDEXING)
+    queued = 0
+    for document_id, due_at in list(due.order_by("next_attempt_at").values_list("document_id", "next_attempt_at")):
+        if is_locked(LockNamespace.KB_DOCUMENT, *_run_lock(document_id)):
+            continue  # a run is alive: it sets the next attempt itself
+        if not _enqueue(document_id):
+            break  # the broker is down: every later one would fail the same way
+        # Pushed back, so the next sweeps wait for this run; unless the run already set it (claimed, or failed).
+        DocumentIndexing.objects.filter(pk=document_id, next_attempt_at=due_at).update(
+            next_attempt_at=now + timedelta(seconds=settings.KB_INDEX_STALL_SECONDS)
+        )
+        queued += 1
+    return queued
+
+
+def _run_lock(document_id: int) -> tuple[str, int]:
+    return ("indexing", document_id)  # hashed: never the key of (tenant id, doc id) that writers take
+
+
+def document_index_queued(*, document_id: int) -> str:
+    """The worker's run (the django-q task): chunk and embed the document's waiting text in batches of
+    KB_INDEX_BATCH_CHUNKS (progress written after each), then swap the chunks in one transaction and mark it ready.
+
+    Idempotent: chunks are written only by the swap, so a run that dies mid-way leaves the previous chunks and no
+    partial ones; the vectors it made are in the embedding cache, so the next run embeds only the rest. Runs of
+    one document never overlap. A failure is kept on the document (error) and retried with backoff by the sweep;
+    after KB_INDEX_MAX_ATTEMPTS runs the document is failed until retried (or uploaded again).
+    Returns what happened: ready, superseded (a newer text came meanwhile), failed, retrying, running, idle."""
+    with session_lock(LockNamespace.KB_DOCUMENT, *_run_lock(document_id), wait=False) as acquired:
+        if not acquired:
+            return "running"
+        version = _claim(document_id)
+        if version is None:
+            return "idle"
+        job = DocumentIndexing.objects.select_related("document", "tenant").filter(pk=document_id).first()
+        if job is None:  # replaced inline or deleted since the claim
+            return "idle"
+        try:
+            rows = _rows_embedded(job)
+        except Exception as exc:
+            logger.warning("indexing of document %s failed (attempt %s): %s", document_id, job.attempts, exc)
+            return _record_failure(document_id, version, exc)
+        return _publish(job, rows)
+
+
+def _claim(document_id: int) -> int | None:
+    """One attempt more, and the stall timeout from now; the text's version, or None when nothing is waiting."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            """
+            UPDATE kb_documentindexing i
+            SET attempts = attempts + 1, next_attempt_at = %(stalled_at)s, chunks_embedded = 0
+            FROM kb_document d
+            WHERE i.document_id = %(id)s AND d.id = i.document_id AND d.status = %(indexing)s
+            RETURNING i.version
+            """,
+            {
+                "id": document_id,
+                "indexing": Status.INDEXING,
+                "stalled_at": timezone.now() + timedelta(seconds=settings.KB_INDEX_STALL_SECONDS),
+            },
+        )
+        row = cursor.fetchone()
+    return None if row is None else row[0]
+
+
+def _rows_embedded(job: DocumentIndexing) -> list[KBChunk]:
+    fields, tenant = job.fields, job.tenant
+    chunking = fields["metadata"][CHUNKING_KEY]
+    chunks = chunk_document(
+        job.text,
+        content_type=fields["content_type"],
+        max_tokens=chunking["max_tokens"],
+        overlap_tokens=chunking["overlap_tokens"],
+    )
+    rows = _chunk_rows(tenant, chunks, label=document_label(title=fields["title"], doc_id=job.document.doc_id))
+    current = DocumentIndexing.objects.filter(pk=job.pk, version=job.version)
+    current.update(chunks_total=len(rows))
+    size = max(settings.KB_INDEX_BATCH_CHUNKS, 1)
+    for start in range(0, len(rows), size):
+        batch = rows[start : start + size]
+        _embed(tenant, batch)  # its vectors are cached (committed) at once: a later run does not pay for them again
+        current.update(chunks_embedded=F("chunks_embedded") + len(batch))
+    return rows
+
+
+def _publish(job: DocumentIndexing, rows: list[KBChunk]) -> str:
+    """Swap the new chunks in and mark the document ready, unless a newer text or a deletion came meanwhile."""
+    tenant, fields = job.tenant, job.fields
+    with transaction.atomic():
+        document = _document_locked(tenant, job.document.doc_id)
+        current = None
+        if document is not None and document.pk == job.pk:
+            current = DocumentIndexing.objects.select_for_update().defer("text").filter(pk=job.pk).first()
+        if current is None or current.version != job.version:
+            return "superseded"
+        document = _document_save(document, {**fields, "status": Status.READY, "error": ""})
+        _chunks_swap(tenant, document, rows)
+        current.delete()
+    return "ready"
+
+
+def _record_failure(document_id: int, version: int, exc: Exception) -> str:
+    """Keep the error; with attempts left, the sweep retries after base x 2^(attempts - 1), else it is failed."""
+    message = (getattr(exc, "message", None) or str(exc) or type(exc).__name__)[:4000]
+    with transaction.atomic():
+        # The document's row first, then the text's: the order every writer of both takes them in.
+        document = Document.objects.select_for_update().filter(pk=document_id).first()
+        job = DocumentIndexing.objects.select_for_update().defer("text").filter(pk=document_id).first()
+        if document is None or job is None or job.version != version:
+            return "superseded"
+        if job.attempts >= settings.KB_INDEX_MAX_ATTEMPTS:
+            document.status = Status.FAILED
+        else:
+            delay = settings.KB_INDEX_RETRY_BASE_SECONDS * 2 ** (job.attempts - 1)
+            job.next_attempt_at = timezone.now() + timedelta(seconds=delay)
+            job.save(update_fields=["next_attempt_at", "updated_at"])
+        document.error = message
+        document.save(update_fields=["status", "error", "updated_at"])
+    return "failed" if document.status == Status.FAILED else "retrying"
 
 
 # --- files and directory trees ------------------------------------------------------------------------------------

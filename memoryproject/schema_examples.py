@@ -82,6 +82,7 @@ REQUEST_EXAMPLES: dict[str, dict] = {
     },
     "kb_documents_get": {"parameters": {"document_id": 5}},
     "kb_documents_delete": {"parameters": {"document_id": 5}},
+    "kb_documents_retry": {"parameters": {"document_id": 5}},
     "kb_search": {"body": {"query": "how do I roll back a deploy?", "limit": 3}},
     # privacy
     "users_erase": {"parameters": {"user_id": "alice"}},

@@ -247,6 +247,26 @@ KB_SEARCH_VECTOR_WEIGHT = env.float("KB_SEARCH_VECTOR_WEIGHT", default=0.6)
 KB_SEARCH_BM25_K1 = env.float("KB_SEARCH_BM25_K1", default=1.2)
 KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 
+# --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------
+# Uploads whose text is longer are stored at once (202) and chunked and embedded by the worker; shorter ones are
+# indexed on the request (201/200). 20 kB of prose: ~18 chunks, 2.4-3.5 s of request on 2 cores shared with a busy
+# neighbour (load 5-9), against 167 s for 0.9 MB inline (bench/kb_upload.py).
+KB_INLINE_INDEX_MAX_CHARS = env.int("KB_INLINE_INDEX_MAX_CHARS", default=20000)
+# Chunks the worker embeds per step (its progress is written after each one).
+KB_INDEX_BATCH_CHUNKS = env.int("KB_INDEX_BATCH_CHUNKS", default=64)
+# Runs of one indexing (first try + retries, with backoff base x 2^n) before the document stays failed.
+KB_INDEX_MAX_ATTEMPTS = env.int("KB_INDEX_MAX_ATTEMPTS", default=4)
+KB_INDEX_RETRY_BASE_SECONDS = env.int("KB_INDEX_RETRY_BASE_SECONDS", default=60)
+# A queued or running indexing not finished this long after it started lost its task: the sweep queues it again.
+KB_INDEX_STALL_SECONDS = env.int("KB_INDEX_STALL_SECONDS", default=900)
+# The worker process lowers its CPU priority (os.nice) by this much before its first indexing: bulk embedding
+# then yields the cores to the web server's requests (0 = leave it alone).
+KB_WORKER_NICE = env.int("KB_WORKER_NICE", default=10)
+# Local-model embedding calls at once in one process (each beyond the first holds its own copy of the model, ~90
+# MB), and texts per call slice: a long call takes a slot per slice, a short call (a query) goes first.
+EMBEDDING_MAX_CONCURRENCY = env.int("EMBEDDING_MAX_CONCURRENCY", default=1)
+EMBEDDING_SLICE_SIZE = env.int("EMBEDDING_SLICE_SIZE", default=8)
+
 # --- Episodes (episodes app) ------------------------------------------------------------------------
 # Limits on POST /api/v1/episodes; over them the request is refused (413) and nothing is stored.
 EPISODES_MAX_MESSAGES_PER_REQUEST = env.int("EPISODES_MAX_MESSAGES_PER_REQUEST", default=500)
@@ -400,4 +420,5 @@ SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) or None
 SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
     "FactCategoryEnum": "facts.models.Fact.Category",
     "CategoryEnum": "memoryproject.schema.fact_category_values",
+    "DocumentStatusEnum": "kb.models.Document.Status",
 }

@@ -32,7 +32,7 @@ INDEXES_WITHOUT_TENANT_FIRST = {
 # Foreign keys between tenant tables on the id alone: each becomes (tenant_id, id), with the primary keys.
 FOREIGN_KEYS_TO_WIDEN = {
     ("facts.Fact", "source_episode"), ("facts.Fact", "superseded_by"), ("facts.FactConflict", "existing_fact"),
-    ("facts.FactConflict", "new_fact"), ("kb.KBChunk", "document"),
+    ("facts.FactConflict", "new_fact"), ("kb.KBChunk", "document"), ("kb.DocumentIndexing", "document"),
 }  # fmt: skip
 
 

@@ -411,5 +411,5 @@ def test_a_kb_document_of_4_mb_sent_as_json_is_taken(api, tenant):
 
     response = api.post("/api/v1/kb/documents", {"doc_id": "big.md", "text": text}, format="json")
 
-    assert response.status_code == 201, response.content[:300]
+    assert response.status_code == 202, response.content[:300]  # taken, and left to the worker (issue 17)
     assert response.json()["document"]["size_bytes"] == len(text.encode())

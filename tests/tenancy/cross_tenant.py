@@ -83,6 +83,14 @@ def tenant_a_with_everything() -> TenantA:
         text=f"# Deploys\n\nDeploy PostgreSQL on Fridays with green tea ({SECRET}).\n",
         content_type="markdown",
     ).document
+    # Queued for the worker (whose task never runs here): what POST .../retry acts on.
+    indexing = document_index(
+        tenant=tenant,
+        doc_id=f"{SECRET}-handbook",
+        text=f"# Handbook\n\nOn call rotates weekly ({SECRET}).\n",
+        content_type="markdown",
+        background=True,
+    ).document
     forget_policy_set(tenant=tenant, max_unused_days=45)
     run = forget_policy_apply(tenant=tenant, dry_run=True)
     facts = {"active": active, "pending": pending, "superseded": old, "superseding": new, "archived": archived}
@@ -97,7 +105,7 @@ def tenant_a_with_everything() -> TenantA:
             "fact_id": list(facts.values()),
             "conflict_id": [conflict],
             "episode_id": [episode],
-            "document_id": [document],
+            "document_id": [document, indexing],
             "run_id": [ForgetRun.objects.get(pk=run.run_id)],
             "user_id": [USER_ID],
         },

@@ -72,6 +72,7 @@ REQUESTS = {
     ("kb-documents", "POST"): {"data": {"doc_id": "runbook.md", "text": "# Deploys\n\nOn Fridays."}},
     ("kb-document-detail", "GET"): {},
     ("kb-document-detail", "DELETE"): {},
+    ("kb-document-retry", "POST"): {},
     ("kb-search", "POST"): {"data": {"query": "deploy PostgreSQL Fridays green tea"}},
 }
 

@@ -44,6 +44,14 @@ def schedules() -> list[dict]:
             "minutes": 5,
             "at": None,
         },
+        {
+            # KB documents indexing in the worker: retries whose backoff has passed, and runs lost on the way.
+            "name": "kb-indexing-requeue",
+            "func": "kb.tasks.documents_indexing_requeue",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "at": None,
+        },
     ]
 
 

@@ -1,0 +1,127 @@
+"""The local model's process-wide bound: at most EMBEDDING_MAX_CONCURRENCY calls at once, each with a model of its
+own, a long call sliced, and a short call (a query) ahead of the waiting slices of a document."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from ai import embedders
+from ai.embedders import EmbeddingGate, LocalEmbedder
+
+
+class CountingModel:
+    """Stands in for the SentenceTransformer: counts calls in flight (shared by its copies) and records each call;
+    `hold` blocks calls until set, so the test decides when they end."""
+
+    def __init__(self, shared):
+        self.shared = shared
+
+    def __deepcopy__(self, memo):
+        self.shared["copies"] += 1
+        return CountingModel(self.shared)
+
+    def encode(self, texts, **options):
+        shared = self.shared
+        with shared["lock"]:
+            shared["active"] += 1
+            shared["most"] = max(shared["most"], shared["active"])
+            shared["models"].add(id(self))
+            shared["calls"].append(list(texts))
+        shared["started"].release()
+        try:
+            assert shared["hold"].wait(timeout=30), "the test never released the call"
+            return np.ones((len(texts), 4), dtype=np.float32)
+        finally:
+            with shared["lock"]:
+                shared["active"] -= 1
+
+
+@pytest.fixture
+def local(monkeypatch):
+    """A LocalEmbedder over a CountingModel, and a fresh process-wide gate."""
+    monkeypatch.setattr(embedders, "EMBEDDING_GATE", EmbeddingGate())
+    shared = {
+        "lock": threading.Lock(),
+        "active": 0,
+        "most": 0,
+        "models": set(),
+        "calls": [],
+        "copies": 0,
+        "hold": threading.Event(),
+        "started": threading.Semaphore(0),
+    }
+    embedder = object.__new__(LocalEmbedder)
+    embedder._model = CountingModel(shared)
+    embedder._free_models = [embedder._model]
+    embedder._models_lock = threading.Lock()
+    embedder.batch_size = 64
+    embedder.dimensions = 4
+    return embedder, shared
+
+
+def run_in_threads(count, work):
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def wait_until(condition):
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, "the condition never came true"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+def test_no_more_calls_run_at_once_than_the_bound_each_on_a_model_of_its_own(settings, local, limit):
+    settings.EMBEDDING_MAX_CONCURRENCY = limit
+    settings.EMBEDDING_SLICE_SIZE = 8
+    embedder, shared = local
+    results = [None] * 6
+
+    def work(index):
+        results[index] = embedder.embed([f"query {index}"])
+
+    threads = run_in_threads(6, work)
+    for _ in range(limit):  # as many calls as the bound allows get in ...
+        assert shared["started"].acquire(timeout=30)
+    assert not shared["started"].acquire(timeout=0.2)  # ... and no more while they run
+    assert shared["active"] == limit
+    shared["hold"].set()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert shared["most"] == limit
+    assert len(shared["models"]) == limit  # concurrent calls never share a model (its tokenizer is not thread-safe)
+    assert shared["copies"] == limit - 1
+    assert all(result.shape == (1, 4) for result in results)
+
+
+def test_a_long_call_is_sliced_and_a_query_waiting_meanwhile_goes_before_its_next_slice(settings, local):
+    settings.EMBEDDING_MAX_CONCURRENCY = 1
+    settings.EMBEDDING_SLICE_SIZE = 8
+    embedder, shared = local
+    document = [f"chunk {number}" for number in range(24)]  # three slices
+    results = {}
+
+    threads = run_in_threads(1, lambda _: results.setdefault("document", embedder.embed(document)))
+    assert shared["started"].acquire(timeout=30)  # the first slice runs (and is held)
+    threads += run_in_threads(1, lambda _: results.setdefault("query", embedder.embed(["how do I deploy?"])))
+    wait_until(lambda: embedders.EMBEDDING_GATE.waiting_short() == 1)
+    shared["hold"].set()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert shared["calls"] == [document[0:8], ["how do I deploy?"], document[8:16], document[16:24]]
+    assert results["document"].shape == (24, 4)
+    assert shared["most"] == 1
+
+
+def test_an_empty_call_embeds_nothing(local):
+    embedder, shared = local
+
+    assert embedder.embed([]).shape == (0, 4)
+    assert shared["calls"] == []
