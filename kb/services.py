@@ -27,6 +27,7 @@ from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
+from ai.errors import AIProviderError
 from ai.services import TENANT_TEXT, active_embedding_model, embed_texts
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked, session_lock, xact_lock
@@ -85,6 +86,7 @@ def document_index(
     overlap_tokens: int = 50,
     dry_run: bool = False,
     background: bool = False,
+    queue_when_embedding_fails: bool = False,
 ) -> IndexResult:
     """Store `text` as the tenant's document `doc_id`, replacing its previous chunks in one transaction.
 
@@ -92,6 +94,7 @@ def document_index(
     only descriptive fields that differ (e.g. source_path after the tree moved) are updated in place.
     A dry run reads but writes nothing and embeds nothing. size_bytes defaults to the UTF-8 size of `text`.
     background: validate and store the text, and leave chunking and embedding to the worker (result.queued).
+    queue_when_embedding_fails: an upload's text is not lost to an embedding outage: the worker indexes it later.
     """
     fields = _document_fields(
         text=text,
@@ -117,7 +120,13 @@ def document_index(
     if dry_run:
         return IndexResult(doc_id, "changed" if existing else "new", None, chunks=len(chunks), written=False)
     rows = _chunk_rows(tenant, chunks, label=document_label(title=title, doc_id=doc_id))
-    _embed(tenant, rows)  # before the transaction: a slow embedding call must not hold row locks
+    try:
+        _embed(tenant, rows)  # before the transaction: a slow embedding call must not hold row locks
+    except AIProviderError as exc:
+        if not queue_when_embedding_fails:
+            raise
+        logger.warning("embedding unavailable, document %s left to the worker: %s", doc_id, exc.message)
+        return _document_queue(tenant=tenant, doc_id=doc_id, fields=fields, text=text)
     document, outcome = _document_replace(tenant=tenant, doc_id=doc_id, fields=fields, rows=rows)
     return IndexResult(doc_id, outcome, document, chunks=len(rows), written=True)
 
@@ -133,6 +142,7 @@ def document_index_loaded(
     overlap_tokens: int = 50,
     dry_run: bool = False,
     background: bool = False,
+    queue_when_embedding_fails: bool = False,
 ) -> IndexResult:
     """document_index for what kb.loaders read; a code file's language goes into metadata."""
     return document_index(
@@ -148,6 +158,7 @@ def document_index_loaded(
         overlap_tokens=overlap_tokens,
         dry_run=dry_run,
         background=background,
+        queue_when_embedding_fails=queue_when_embedding_fails,
     )
 
 
@@ -165,7 +176,8 @@ def document_upload(
     `filename` picks the type by extension unless content_type is given. Refused with an ApplicationError:
     over KB_MAX_UPLOAD_BYTES (413 payload_too_large), a type the loaders do not read (415
     unsupported_file_type), content they cannot read, e.g. not UTF-8 or a broken PDF (400 unreadable_document).
-    A text longer than KB_INLINE_INDEX_MAX_CHARS is validated and stored, and indexed by the worker (queued).
+    A text longer than KB_INLINE_INDEX_MAX_CHARS is validated and stored, and indexed by the worker (queued), as
+    is a shorter one while the embedding provider fails.
     """
     limit = settings.KB_MAX_UPLOAD_BYTES
     if len(data) > limit:
@@ -190,7 +202,12 @@ def document_upload(
         loaded = replace(loaded, title=title)
     background = len(loaded.text) > settings.KB_INLINE_INDEX_MAX_CHARS
     return document_index_loaded(
-        tenant=tenant, doc_id=doc_id, loaded=loaded, size_bytes=len(data), background=background
+        tenant=tenant,
+        doc_id=doc_id,
+        loaded=loaded,
+        size_bytes=len(data),
+        background=background,
+        queue_when_embedding_fails=True,
     )
 
 

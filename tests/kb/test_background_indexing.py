@@ -111,6 +111,21 @@ def test_a_short_upload_is_still_indexed_on_the_request(api, queued):
     assert get_broker().queue_size() == 0
 
 
+def test_a_short_upload_while_the_embedding_provider_fails_is_kept_for_the_worker(
+    api, queued, openai_settings, fake_openai
+):
+    openai_settings.OPENAI_MAX_RETRIES = 0
+    fake_openai.fail_next(Failure(status=500))
+
+    response = queued(api, doc_id="short.md", text="# Short\n\nA few words about zanzibar.\n")
+
+    assert response.status_code == 202
+    document = response.json()["document"]
+    assert (document["status"], document["chunk_count"]) == ("indexing", 0)
+    assert tasks.document_index(document["id"]) == "ready"  # the provider is back
+    assert "short.md" in search(api, "zanzibar")
+
+
 def test_uploading_the_same_long_text_again_queues_nothing_more_and_once_ready_changes_nothing(api, queued):
     first = queued(api).json()
     again = queued(api)
