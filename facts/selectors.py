@@ -77,6 +77,7 @@ def facts_nearest(
             status__in=statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
             valid_to__isnull=True,
             embedding_model=active_embedding_model(),
+            embedding__isnull=False,  # a fact awaiting its vector is judged when it arrives, not before
         )
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance", "id")[:limit]

@@ -1,6 +1,8 @@
 """Human review: approve a fact (applying what it proposed), reject it (taking back what it did), resolve a
 conflict, undo a supersession."""
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -15,7 +17,7 @@ from ..models import Fact, FactConflict, FactEvent
 from ..selectors import facts_nearest
 from .history import record_event, snapshot
 from .proposals import Decision, decision_of, decision_stored, decision_unchanged, open_conflict_ids
-from .remember import judge_neighbours
+from .remember import judge_neighbours, judged_then_written
 from .transitions import (
     conflict_close,
     conflict_open,
@@ -28,45 +30,55 @@ from .transitions import (
     fact_supersede,
 )
 
-APPROVE_ATTEMPTS = 3  # judged again when what the proposal acts on changes under us, at most this often
+
+@dataclass(frozen=True)
+class _Unresolved:
+    conflict_ids: list[int]  # judged again and now unsure: conflicts opened, a person resolves them first
 
 
 def fact_approve(*, tenant: Tenant, fact_id: int, actor: str) -> Fact:
     """Make the fact active and apply what it proposed when it arrived (merge into its twin, supersede the facts it
     contradicts), in one transaction with their events. When a fact the proposal acts on has changed since, the fact
-    is judged again against the user's active facts first. A fact with an open conflict is approved only by resolving
-    the conflict (409 naming it)."""
-    for _ in range(APPROVE_ATTEMPTS):
-        fact = _reviewable(tenant, fact_id)
-        if fact.status == Fact.Status.ACTIVE:  # its decision took effect when it arrived: this marks it reviewed
-            decision = Decision("create")
-        else:
-            decision = decision_stored(tenant=tenant, fact=fact)
-        if decision is None:  # no proposal, or stale: judged again, outside the transaction (a chat call may be slow)
-            neighbours = facts_nearest(
-                tenant=tenant,
-                user_id=fact.user_id,
-                vector=fact.embedding,
-                limit=settings.FACTS_JUDGE_CANDIDATES,
-                statuses=[Fact.Status.ACTIVE],
-            )
-            neighbours = [neighbour for neighbour in neighbours if neighbour.fact.pk != fact.pk]
-            judged = list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True))
-            decision = decision_of(fact, judged)
-        read = fact.updated_at
-        with transaction.atomic():
-            xact_lock(LockNamespace.USER_MEMORY, tenant.pk, fact.user_id)
-            fact = _reviewable(tenant, fact_id, lock=True)
-            if fact.updated_at != read or not decision_unchanged(decision):
-                continue  # the fact or a target changed meanwhile: decide again
-            if decision.conflicts:  # judged again and now unsure: a person resolves it first
-                conflicts = _open_conflicts(fact, decision, actor=actor)
-            else:
-                return _apply_approved(fact, decision, actor=actor)
-        raise _unresolved(conflicts)
-    raise ApplicationError(
-        "The user's facts kept changing while this fact was approved; try again.", code="conflict", status_code=409
+    is judged again against the user's active facts first (outside the transaction: a chat call may be slow). A fact
+    with an open conflict is approved only by resolving the conflict (409 naming it). A fact still awaiting its
+    vector is only activated: it is judged, as an active fact, when the vector arrives."""
+    outcome = judged_then_written(
+        tenant=tenant,
+        user_id=_fact(tenant, fact_id).user_id,
+        judge=lambda: _approval(tenant, fact_id),
+        write=lambda approval: _approval_written(tenant, fact_id, *approval, actor=actor),
     )
+    if isinstance(outcome, _Unresolved):
+        raise _unresolved(outcome.conflict_ids)
+    return outcome
+
+
+def _approval(tenant: Tenant, fact_id: int) -> tuple[Fact, Decision]:
+    """The fact as read, and what approving it does: its stored proposal, or a new judgement when that is stale."""
+    fact = _reviewable(tenant, fact_id)
+    if fact.status == Fact.Status.ACTIVE or fact.embedding is None:  # decided when it arrives: this marks it reviewed
+        return fact, Decision("create")
+    decision = decision_stored(tenant=tenant, fact=fact)
+    if decision is None:  # no proposal, or stale: judged again
+        neighbours = facts_nearest(
+            tenant=tenant,
+            user_id=fact.user_id,
+            vector=fact.embedding,
+            limit=settings.FACTS_JUDGE_CANDIDATES,
+            statuses=[Fact.Status.ACTIVE],
+        )
+        neighbours = [neighbour for neighbour in neighbours if neighbour.fact.pk != fact.pk]
+        decision = decision_of(fact, list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True)))
+    return fact, decision
+
+
+def _approval_written(tenant: Tenant, fact_id: int, read: Fact, decision: Decision, *, actor: str):
+    fact = _reviewable(tenant, fact_id, lock=True)
+    if fact.updated_at != read.updated_at or not decision_unchanged(decision):
+        return None  # the fact or a target changed meanwhile: decide again
+    if decision.conflicts:
+        return _Unresolved(_open_conflicts(fact, decision, actor=actor))
+    return _apply_approved(fact, decision, actor=actor)
 
 
 def _reviewable(tenant: Tenant, fact_id: int, *, lock: bool = False) -> Fact:
