@@ -229,6 +229,34 @@ def provider_state(kind: str) -> ProviderState:
         return _providers.get(kind, ProviderState())
 
 
+def provider_report(kind: str) -> dict:
+    """For the health probes: {"status": "ok"} or {"status": "failing", "error", "since", ...}, with the last
+    success; "ok" too when this process made no call yet (nothing failed)."""
+    state = provider_state(kind)
+    report = {"status": "failing" if state.failing else "ok", "last_success_at": _iso(state.last_success_at)}
+    if state.failing:
+        report |= {
+            "error": state.last_error,
+            "since": _iso(state.failing_since),
+            "last_failure_at": _iso(state.last_failure_at),
+            "consecutive_failures": state.consecutive_failures,
+        }
+    return report
+
+
+def embedding_probe() -> None:
+    """One embedding call of a fixed text, cached nowhere, its outcome recorded: how a probe finds out that a failing
+    provider answers again before any request needed it."""
+    try:
+        embed_texts(["health check"], tenant=None, user_id=None)
+    except AIProviderError:
+        pass  # recorded
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
 def provider_states_reset() -> None:
     """Forget every recorded outcome (tests)."""
     with _providers_lock:

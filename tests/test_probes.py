@@ -50,6 +50,7 @@ class TestReady:
         assert after.json() == {
             "status": "ok",
             "checks": {"database": "ok", "pgvector": "ok", "embedder": "ok", "worker": "ok", "queue": "ok"},
+            "providers": {"embeddings": {"status": "ok", "last_success_at": None}},  # (no embedding call yet)
         }
 
     def test_an_old_heartbeat_is_not_ready_and_says_so(self, settings):
