@@ -6,7 +6,9 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
+from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
 from core.locks import LockNamespace, xact_lock
@@ -15,6 +17,7 @@ from tenancy.models import Tenant
 from ..content import clean_content
 from ..models import Fact, FactConflict, FactEvent
 from ..selectors import facts_nearest
+from .embed_queue import facts_embed_after_commit
 from .history import record_event, snapshot
 from .proposals import Decision, decision_of, decision_stored, decision_unchanged, open_conflict_ids
 from .remember import judge_neighbours, judged_then_written
@@ -186,7 +189,10 @@ def conflict_resolve(
         raise ApplicationError("Conflict not found.", code="not_found", status_code=404)
     merged_vector = None
     if resolution == FactConflict.Resolution.MERGE:  # before any lock: may be slow
-        merged_vector = embed_query(Fact(content=content).embedding_text(), tenant=tenant, user_id=user_id)
+        try:
+            merged_vector = embed_query(Fact(content=content).embedding_text(), tenant=tenant, user_id=user_id)
+        except AIProviderError:  # the merged text is kept, and embedded later
+            merged_vector = None
     with transaction.atomic():
         xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)
         conflict = FactConflict.objects.select_for_update().filter(tenant=tenant, pk=conflict_id).first()
@@ -221,6 +227,10 @@ def _merge_texts(old: Fact, new: Fact, content: str, vector, *, actor: str) -> N
     """One edited text replaces both: the old fact takes it (re-embedded), the new one is kept as history in it."""
     before = snapshot(old)
     old.content, old.embedding, old.embedding_model = content, vector, active_embedding_model()
+    if vector is None:  # the embedder failed: found by keywords until the sweep embeds it
+        old.embedding_model, old.embedding_pending = "", Fact.EmbeddingPending.EMBED
+        old.embedding_attempts, old.embedding_next_attempt_at = 0, timezone.now()
+        facts_embed_after_commit([old.pk])
     old.confidence = max(old.confidence, new.confidence)
     old.save()
     record_event(old, FactEvent.Action.MERGED, actor, before=before, after={**snapshot(old), "merged": new.content})

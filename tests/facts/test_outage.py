@@ -8,11 +8,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.utils import timezone
+from rest_framework.test import APIClient
 
 from core.locks import LockNamespace, is_locked
-from facts.models import Fact, FactEvent
+from facts.models import Fact, FactConflict, FactEvent
 from facts.services import (
+    conflict_resolve,
     embedding_retry_delay,
+    fact_approve,
     fact_remember,
     fact_update,
     facts_embed_due,
@@ -254,3 +257,89 @@ def test_a_slow_chat_judge_holds_no_lock_and_delays_no_one(fake_openai, settings
     assert searched.json()["degraded"] == []
     assert outcome["result"].outcome == "created"
     assert Fact.objects.filter(tenant=tenant, user_id="a").count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("rules_judge")
+def test_facts_below_auto_approval_are_judged_on_arrival_into_a_proposal_or_a_conflict(tenant, fake_openai):
+    berlin = fact_remember(tenant=tenant, user_id="u1", content="Lives in Berlin").fact
+    tea = fact_remember(tenant=tenant, user_id="u1", content="Drinks green tea every morning").fact
+    fake_openai.go_down(EMBEDDINGS)
+    paris = fact_remember(tenant=tenant, user_id="u1", content="Lives in Paris", confidence=0.5).fact
+    twin = fact_remember(tenant=tenant, user_id="u1", content="drinks green tea every morning", confidence=0.5).fact
+    assert [paris.status, twin.status] == ["pending", "pending"]
+    fake_openai.recover()
+
+    run = facts_embed_due(now=timezone.now() + timedelta(hours=2))
+
+    assert dict(run.outcomes) == {"conflict": 1, "pending": 1}
+    paris.refresh_from_db()
+    twin.refresh_from_db()
+    assert paris.status == "pending"
+    assert paris.proposal["conflicts"][0]["fact"] == berlin.pk
+    assert FactConflict.objects.get(new_fact=paris).existing_fact_id == berlin.pk
+    assert twin.proposal["action"] == "merge"
+    assert twin.proposal["targets"][0]["fact"] == tea.pk
+    assert Fact.objects.get(pk=berlin.pk).valid_to is None  # a pending fact changes no other fact
+    assert Fact.objects.get(pk=tea.pk).confidence == tea.confidence
+
+    approved = fact_approve(tenant=tenant, fact_id=twin.pk, actor="staff:1")  # the proposal applies
+
+    assert approved.superseded_by_id == tea.pk
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("rules_judge")
+def test_a_broker_that_cannot_queue_fails_no_write_and_the_sweep_catches_up(
+    api, tenant, fake_openai, monkeypatch, django_capture_on_commit_callbacks
+):
+    def broker_down(*args, **kwargs):
+        raise ConnectionError("redis: connection refused")
+
+    monkeypatch.setattr("facts.services.embed_queue.async_task", broker_down)
+    fake_openai.go_down(EMBEDDINGS)
+
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        response = api.post("/api/v1/facts", {"user_id": "u1", "content": "Lives in Porto"}, format="json")
+
+    assert response.status_code == 201
+    assert len(callbacks) == 1  # the embedding was to be queued after commit
+    fact = Fact.objects.get(pk=response.json()["fact"]["id"])
+    assert (fact.embedding_pending, fact.embedding_attempts) == ("judge", 0)  # not queued: no attempt yet
+    fake_openai.recover()
+    facts_embed_sweep()
+    fact.refresh_from_db()
+    assert fact.embedding_pending == ""
+    assert fact.embedding is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("rules_judge")
+def test_a_conflict_merged_during_an_outage_keeps_the_merged_text_awaiting_its_vector(tenant, fake_openai):
+    fact_remember(tenant=tenant, user_id="u1", content="Lives in Berlin")
+    conflict_id = fact_remember(tenant=tenant, user_id="u1", content="Lives in Paris", confidence=0.5).conflict_ids[0]
+    fake_openai.go_down(EMBEDDINGS)
+
+    conflict = conflict_resolve(
+        tenant=tenant, conflict_id=conflict_id, resolution="merge", content="Lives in Paris and Berlin", actor="s:1"
+    )
+
+    kept = Fact.objects.get(pk=conflict.existing_fact_id)
+    assert (kept.content, kept.embedding, kept.embedding_pending) == ("Lives in Paris and Berlin", None, "embed")
+    fake_openai.recover()
+    assert facts_embed_due(now=timezone.now() + timedelta(hours=2)).embedded == 1
+
+
+@pytest.mark.django_db
+def test_the_schema_documents_the_embedding_state_and_the_degraded_lists():
+    schema = APIClient().get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
+    components = schema["components"]["schemas"]
+
+    embedding = components["FactOutput"]["properties"]["embedding"]
+    assert components[embedding["allOf"][0]["$ref"].rsplit("/", 1)[1]]["enum"] == ["ready", "pending"]
+    assert "pending" in embedding["description"]
+    for path in ("/api/v1/facts/search", "/api/v1/kb/search", "/api/v1/context"):
+        body = schema["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]["schema"]
+        degraded = components[body["$ref"].rsplit("/", 1)[1]]["properties"]["degraded"]
+        assert degraded["type"] == "array", path
+        assert "embeddings" in degraded["description"], path
