@@ -244,9 +244,15 @@ def provider_report(kind: str) -> dict:
     return report
 
 
+PROBE_AFTER_SECONDS = 15  # a probe calls a failing provider at most this often (the call may take the client's timeout)
+
+
 def embedding_probe() -> None:
     """One embedding call of a fixed text, cached nowhere, its outcome recorded: how a probe finds out that a failing
-    provider answers again before any request needed it."""
+    provider answers again before any request needed it. Not within PROBE_AFTER_SECONDS of the last failure."""
+    last_failure = provider_state(EMBEDDINGS).last_failure_at
+    if last_failure and (timezone.now() - last_failure).total_seconds() < PROBE_AFTER_SECONDS:
+        return
     try:
         embed_texts(["health check"], tenant=None, user_id=None)
     except AIProviderError:

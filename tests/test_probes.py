@@ -15,6 +15,7 @@ from django_q.scheduler import scheduler
 from rest_framework.test import APIClient
 
 from ai import embedders
+from ai import services as ai_services
 from ai.chat import get_chat
 from ai.errors import AIProviderError
 from facts.judging import llm_judge
@@ -148,8 +149,11 @@ def test_setup_schedules_declares_the_heartbeat_once(db):
 
 
 @pytest.mark.django_db
-def test_health_and_ready_report_a_failing_embedding_provider_then_its_recovery(settings, openai_settings, fake_openai):
+def test_health_and_ready_report_a_failing_embedding_provider_then_its_recovery(
+    settings, openai_settings, fake_openai, monkeypatch
+):
     settings.WORKER_HEARTBEAT_MAX_AGE = 0
+    monkeypatch.setattr(ai_services, "PROBE_AFTER_SECONDS", 0)  # the health view's own call is not held back
     openai_settings.CHAT_PROVIDER = "none"
     tenant_api = client_with_key(make_tenant("probe-outage")[1])
     fake_openai.go_down("/v1/embeddings")
