@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Q
 from django.utils import timezone
 
 from ai.errors import AIProviderError
@@ -54,22 +55,28 @@ def facts_embed_pending(*, fact_ids: list[int]) -> EmbedRun:
 def facts_embed_due(*, now: datetime | None = None) -> EmbedRun:
     """The sweep: every fact of every tenant awaiting its vector whose next attempt is due, FACTS_EMBED_BATCH_SIZE
     at a time (one embedding call per tenant in a batch). Catches what the queued task missed (the broker was down,
-    a worker died) and the retries after backoff."""
+    a worker died) and the retries after backoff. Stops at the first failed call: the provider is still down, and
+    the next run (a minute later) tries again."""
     now = now or timezone.now()
-    run, seen = EmbedRun(), set()
+    run, after = EmbedRun(), None
     while True:
-        due = (
-            Fact.objects.filter(embedding_next_attempt_at__lte=now)
-            .exclude(embedding_pending=Fact.EmbeddingPending.NO)  # the partial index fact_embedding_pending
-            .exclude(pk__in=seen)
-            .select_related("tenant")
-            .order_by("embedding_next_attempt_at", "pk")[: settings.FACTS_EMBED_BATCH_SIZE]
+        due = Fact.objects.filter(embedding_next_attempt_at__lte=now).exclude(
+            embedding_pending=Fact.EmbeddingPending.NO  # the partial index fact_embedding_pending
         )
-        batch = list(due)
+        if after is not None:  # past the batches already tried (a fact skipped this time stays due)
+            due = due.filter(
+                Q(embedding_next_attempt_at__gt=after[0]) | Q(embedding_next_attempt_at=after[0], pk__gt=after[1])
+            )
+        batch = list(
+            due.select_related("tenant").order_by("embedding_next_attempt_at", "pk")[: settings.FACTS_EMBED_BATCH_SIZE]
+        )
         if not batch:
             return run
-        seen.update(fact.pk for fact in batch)
+        after = (batch[-1].embedding_next_attempt_at, batch[-1].pk)
+        failed = run.failed
         _embed_batch(batch, run)
+        if run.failed > failed:
+            return run
 
 
 def _embed_batch(facts: list[Fact], run: EmbedRun) -> None:

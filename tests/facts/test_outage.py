@@ -7,6 +7,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -227,7 +228,6 @@ def test_a_slow_chat_judge_holds_no_lock_and_delays_no_one(fake_openai, settings
     outcome = {}
 
     def remember_for_a():
-        from django.db import connection
 
         try:
             outcome["result"] = fact_remember(tenant=tenant, user_id="a", content="Prefers tabs over spaces in Go")
@@ -343,3 +343,43 @@ def test_the_schema_documents_the_embedding_state_and_the_degraded_lists():
         degraded = components[body["$ref"].rsplit("/", 1)[1]]["properties"]["degraded"]
         assert degraded["type"] == "array", path
         assert "embeddings" in degraded["description"], path
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("rules_judge")
+def test_the_sweep_stops_at_the_first_failed_call_while_the_provider_is_still_down(tenant, fake_openai, settings):
+    settings.FACTS_EMBED_BATCH_SIZE = 3
+    settings.OPENAI_MAX_RETRIES = 0
+    fake_openai.go_down(EMBEDDINGS)
+    for n in range(7):
+        fact_remember(tenant=tenant, user_id="u1", content=f"Project note number {n} about deploys")
+    calls = embedding_requests(fake_openai)
+
+    run = facts_embed_due(now=timezone.now() + timedelta(hours=2))
+
+    assert embedding_requests(fake_openai) - calls == 1  # one batch tried, not every batch
+    assert (run.failed, run.embedded) == (3, 0)
+    attempts = sorted(Fact.objects.filter(tenant=tenant).values_list("embedding_attempts", flat=True))
+    assert attempts == [0, 0, 0, 0, 1, 1, 1]
+
+
+@pytest.mark.django_db
+def test_the_sweep_finds_the_due_facts_through_their_partial_index(tenant):
+
+    facts_import(
+        tenant=tenant, facts=[{"user_id": f"u{n % 50}", "content": f"Note {n}"} for n in range(1000)], actor="t"
+    )
+    Fact.objects.filter(pk__in=Fact.objects.order_by("pk").values("pk")[:5]).update(
+        embedding_pending="judge", embedding_next_attempt_at=timezone.now()
+    )
+    due = (
+        Fact.objects.filter(embedding_next_attempt_at__lte=timezone.now())
+        .exclude(embedding_pending="")
+        .order_by("embedding_next_attempt_at", "pk")[:64]
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_fact")
+    plan = due.explain(format="json")
+
+    assert "fact_embedding_pending" in plan
+    assert "Seq Scan" not in plan
