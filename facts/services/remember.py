@@ -182,7 +182,7 @@ def fact_written(judged: Judged, *, actor: str, written: set[int] | None = None)
     written = set() if written is None else written
     if decision is None:
         return _store_awaiting_vector(fact, actor=actor)
-    if _versions(_neighbours(fact, excluding=written)) != judged.seen:
+    if not _unchanged(judged, written):
         return None
     if fact.pk is not None:
         stored = Fact.objects.select_for_update().filter(pk=fact.pk).values_list("updated_at", "embedding_pending")
@@ -196,6 +196,15 @@ def fact_written(judged: Judged, *, actor: str, written: set[int] | None = None)
         result = _hold_for_review(fact, decision, actor=actor)
     written.update([result.fact.pk, fact.pk, *(target.fact.pk for target in decision.targets)])
     return result
+
+
+def _unchanged(judged: Judged, written: set[int]) -> bool:
+    """Whether the neighbours `judged` was judged against are still as they were (read under the lock), leaving out
+    the facts this batch wrote itself (a twin it merged into, a fact it inserted)."""
+    seen = [version for version in judged.seen if version[0] not in written]
+    now = list(_versions(_neighbours(judged.fact, excluding=written)))
+    full = len(judged.seen) >= settings.FACTS_JUDGE_CANDIDATES  # else a newcomer past the last one counts too
+    return now[: len(seen)] == seen and (full or len(now) == len(seen))
 
 
 def _neighbours(fact: Fact, *, excluding: set[int] = frozenset()) -> list[Neighbour]:

@@ -383,3 +383,34 @@ def test_the_sweep_finds_the_due_facts_through_their_partial_index(tenant):
 
     assert "fact_embedding_pending" in plan
     assert "Seq Scan" not in plan
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_neighbour_changed_while_the_judge_thought_is_judged_again_before_the_write(fake_openai, settings):
+    settings.FACTS_LLM_JUDGE_MIN_SIMILARITY = 0.0
+    tenant, _ = make_tenant("rejudge")
+    neighbour = fact_remember(tenant=tenant, user_id="a", content="Prefers PostgreSQL for new projects").fact
+    unrelated = json.dumps({"judgements": [{"index": 0, "relation": "unrelated", "certainty": 0.9, "reason": "no"}]})
+    fake_openai.reply_next(unrelated, unrelated)
+    fake_openai.hold_chat()
+    outcome = {}
+
+    def remember_for_a():
+        from django.db import connection as own
+
+        try:
+            outcome["result"] = fact_remember(tenant=tenant, user_id="a", content="Prefers tabs over spaces in Go")
+        finally:
+            own.close()
+
+    thread = threading.Thread(target=remember_for_a)
+    thread.start()
+    try:
+        assert fake_openai.chat_waiting.wait(30)
+        fact_update(tenant=tenant, fact_id=neighbour.pk, actor="test", confidence=0.8)  # while A's judge waits
+    finally:
+        fake_openai.release_chat()
+        thread.join(30)
+
+    assert outcome["result"].outcome == "created"
+    assert len(fake_openai.requests_to("/v1/chat/completions")) == 2  # judged, found stale under the lock, judged again
