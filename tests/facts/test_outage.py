@@ -13,6 +13,7 @@ from rest_framework.test import APIClient
 
 from core.locks import LockNamespace, is_locked
 from facts.models import Fact, FactConflict, FactEvent
+from facts.selectors import facts_search_answer
 from facts.services import (
     conflict_resolve,
     embedding_retry_delay,
@@ -414,3 +415,25 @@ def test_a_neighbour_changed_while_the_judge_thought_is_judged_again_before_the_
 
     assert outcome["result"].outcome == "created"
     assert len(fake_openai.requests_to("/v1/chat/completions")) == 2  # judged, found stale under the lock, judged again
+
+
+@pytest.mark.django_db
+@pytest.mark.usefixtures("rules_judge")
+def test_a_fact_awaiting_its_vector_is_found_by_keywords_in_a_hybrid_search_too(tenant, fake_openai):
+    embedded = [
+        fact_remember(tenant=tenant, user_id="u1", content=text).fact
+        for text in ("Drinks oolong tea after lunch", "Brews oolong tea for the team", "Cycles to work")
+    ]
+    fake_openai.go_down(EMBEDDINGS)
+    waiting = fact_remember(tenant=tenant, user_id="u1", content="Buys oolong tea leaves in Taipei").fact
+    fake_openai.recover()
+
+    found = facts_search_answer(tenant=tenant, user_id="u1", query="oolong tea", limit=10)
+
+    assert found.degraded == []
+    by_id = {hit.fact.pk: hit for hit in found.results}
+    assert waiting.pk in by_id
+    assert by_id[waiting.pk].vector == 0
+    assert by_id[waiting.pk].keyword > 0
+    assert by_id[waiting.pk].fact.embedding is None
+    assert by_id[embedded[0].pk].vector > 0  # the others keep both sides
