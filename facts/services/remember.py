@@ -194,7 +194,7 @@ def fact_written(judged: Judged, *, actor: str, written: set[int] | None = None)
         result = _apply_now(fact, decision, actor=actor)
     else:
         result = _hold_for_review(fact, decision, actor=actor)
-    written.update([result.fact.pk, fact.pk, *(target.fact.pk for target in decision.targets)])
+    written.update(pk for pk in (result.fact.pk, fact.pk, *(t.fact.pk for t in decision.targets)) if pk is not None)
     return result
 
 
