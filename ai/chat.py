@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 
 from .errors import AIProviderError
 from .openai_calls import call_openai
+from .services import CHAT, provider_failed, provider_succeeded
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,15 @@ class OpenAIChat:
     def complete_json(self, *, system: str, user: str, answer: type[Answer]) -> Answer:
         """Ask for a JSON object matching the `answer` model and return it validated; one more try when the
         answer is not JSON or does not validate (the retry names the problems), then a clear error."""
+        try:
+            result = self._complete_json(system=system, user=user, answer=answer)
+        except AIProviderError as exc:
+            provider_failed(CHAT, exc.message)
+            raise
+        provider_succeeded(CHAT)
+        return result
+
+    def _complete_json(self, *, system: str, user: str, answer: type[Answer]) -> Answer:
         schema = answer.model_json_schema()
         messages = [
             # JSON mode needs the word "JSON" in the prompt, and weaker models need the schema spelled out.

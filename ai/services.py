@@ -4,11 +4,13 @@ import hashlib
 import logging
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 import numpy as np
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from tenancy.models import Tenant
 
@@ -54,8 +56,19 @@ def embed_texts(texts: Sequence[str], *, tenant: Tenant | None, user_id: str | S
         by_key = _embed_through_cache(embedder, tenant, list(dict.fromkeys(keys)))
         return np.vstack([by_key[key] for key in keys])
     unique = list(dict.fromkeys(texts))
-    by_text = dict(zip(unique, embedder.embed(unique), strict=True))
+    by_text = dict(zip(unique, _embed(embedder, unique), strict=True))
     return np.vstack([by_text[text] for text in texts])
+
+
+def _embed(embedder, texts: list[str]) -> np.ndarray:
+    """The embedder's call, its outcome recorded for the health probes."""
+    try:
+        vectors = embedder.embed(texts)
+    except AIProviderError as exc:
+        provider_failed(EMBEDDINGS, exc.message)
+        raise
+    provider_succeeded(EMBEDDINGS)
+    return vectors
 
 
 def embed_query(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.ndarray:
@@ -64,6 +77,11 @@ def embed_query(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.
 
 # What a search answer lists under "degraded" when it ranked by keywords alone (the embedding provider failing).
 DEGRADED_EMBEDDINGS = "embeddings"
+
+
+def degraded_without(vector: np.ndarray | None) -> list[str]:
+    """A search answer's "degraded" list: empty when the query had its vector, else DEGRADED_EMBEDDINGS."""
+    return [] if vector is not None else [DEGRADED_EMBEDDINGS]
 
 
 def query_vector_or_none(text: str, *, tenant: Tenant | None, user_id: str | None) -> np.ndarray | None:
@@ -102,7 +120,7 @@ def _embed_through_cache(embedder, tenant: Tenant, keys: list[tuple[str, str]]) 
     missing = [key for key in keys if key not in found]
     if missing:
         texts = list(dict.fromkeys(text for _, text in missing))  # one owner's call: owners may share a text
-        by_text = dict(zip(texts, embedder.embed(texts), strict=True))
+        by_text = dict(zip(texts, _embed(embedder, texts), strict=True))
         found.update((key, by_text[key[1]]) for key in missing)
         with transaction.atomic():
             EmbeddingCache.objects.bulk_create(
@@ -155,3 +173,97 @@ def embedding_cache_clear(*, model: str | None = None) -> int:
     with transaction.atomic():
         deleted, _ = queryset.delete()
     return deleted
+
+
+# --- provider health ------------------------------------------------------------------------------------------------
+
+EMBEDDINGS = "embeddings"
+CHAT = "chat"
+
+
+@dataclass(frozen=True)
+class ProviderState:
+    """What this process saw of one provider's calls (each call counted after the client's own retries)."""
+
+    last_success_at: datetime | None = None
+    last_failure_at: datetime | None = None
+    last_error: str = ""
+    consecutive_failures: int = 0
+    failing_since: datetime | None = None  # the first failure of the current run of failures
+
+    @property
+    def failing(self) -> bool:
+        return self.consecutive_failures > 0
+
+
+_providers: dict[str, ProviderState] = {}  # per process: a probe sees what the process serving it saw
+_providers_lock = threading.Lock()
+
+
+def provider_succeeded(kind: str) -> None:
+    with _providers_lock:
+        _providers[kind] = replace(
+            _providers.get(kind, ProviderState()),
+            last_success_at=timezone.now(),
+            consecutive_failures=0,
+            failing_since=None,
+        )
+
+
+def provider_failed(kind: str, error: str) -> None:
+    now = timezone.now()
+    with _providers_lock:
+        state = _providers.get(kind, ProviderState())
+        _providers[kind] = replace(
+            state,
+            last_failure_at=now,
+            last_error=error,
+            consecutive_failures=state.consecutive_failures + 1,
+            failing_since=state.failing_since or now,
+        )
+
+
+def provider_state(kind: str) -> ProviderState:
+    """The recorded outcomes of `kind` (EMBEDDINGS or CHAT) in this process; nothing yet when it made no call."""
+    with _providers_lock:
+        return _providers.get(kind, ProviderState())
+
+
+def provider_report(kind: str) -> dict:
+    """For the health probes: {"status": "ok"} or {"status": "failing", "error", "since", ...}, with the last
+    success; "ok" too when this process made no call yet (nothing failed)."""
+    state = provider_state(kind)
+    report = {"status": "failing" if state.failing else "ok", "last_success_at": _iso(state.last_success_at)}
+    if state.failing:
+        report |= {
+            "error": state.last_error,
+            "since": _iso(state.failing_since),
+            "last_failure_at": _iso(state.last_failure_at),
+            "consecutive_failures": state.consecutive_failures,
+        }
+    return report
+
+
+PROBE_AFTER_SECONDS = 15  # a probe calls a failing provider at most this often (the call may take the client's timeout)
+
+
+def embedding_probe() -> None:
+    """One embedding call of a fixed text, cached nowhere, its outcome recorded: how a probe finds out that a failing
+    provider answers again before any request needed it. Not within PROBE_AFTER_SECONDS of the last failure."""
+    last_failure = provider_state(EMBEDDINGS).last_failure_at
+    if last_failure and (timezone.now() - last_failure).total_seconds() < PROBE_AFTER_SECONDS:
+        return
+    try:
+        embed_texts(["health check"], tenant=None, user_id=None)
+    except AIProviderError:
+        pass  # recorded
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None
+
+
+def provider_states_reset() -> None:
+    """Forget every recorded outcome (tests)."""
+    with _providers_lock:
+        _providers.clear()

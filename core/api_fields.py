@@ -49,3 +49,16 @@ class TimestampField(serializers.DateTimeField):
         if not in_range(moment):
             raise serializers.ValidationError(RANGE_MESSAGE)
         return moment
+
+
+class DegradedField(serializers.ListField):
+    """A search answer's "degraded": what it did without (["embeddings"]: the query could not be embedded, so it
+    ranked by keywords alone); empty when nothing was missing."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault(
+            "help_text",
+            'What this answer did without: "embeddings" when the query could not be embedded (the embedding '
+            "provider is failing) and results are ranked by keywords alone. Empty when nothing is degraded.",
+        )
+        super().__init__(child=serializers.CharField(), read_only=True, **kwargs)

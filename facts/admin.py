@@ -45,6 +45,8 @@ class FactAdmin(ServiceFormAdmin, TenantScopedAdmin):
 
     @admin.display(description="embedding")
     def embedding_summary(self, fact):
+        if fact.embedding_pending:
+            return "pending: the embedding provider failed; found by keywords until it is embedded (retried)"
         if fact.embedding is None:
             return "none: search and deduplication do not see this fact"
         return f"{len(fact.embedding)} dimensions"

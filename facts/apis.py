@@ -1,11 +1,11 @@
 """The facts API: thin views that validate, call one service or selector, and present the result."""
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from core.api_fields import CommaSeparatedChoicesField, IdentifierField, TimestampField
+from core.api_fields import CommaSeparatedChoicesField, DegradedField, IdentifierField, TimestampField
 from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
 from core.validation import validate_visible_text
@@ -14,16 +14,28 @@ from tenancy.authentication import request_actor, request_tenant
 from . import selectors, services
 from .models import Fact, FactConflict, FactEvent
 
+EMBEDDING_STATES = ["ready", "pending"]
+
 
 class FactOutputSerializer(serializers.ModelSerializer):
+    embedding = serializers.SerializerMethodField(
+        help_text="ready: embedded, found by meaning and by keywords. pending: stored while the embedding provider "
+        "failed; found by keywords meanwhile, embedded (and, for a new fact, deduplicated and judged like any new "
+        "fact) automatically once the provider answers again."
+    )
+
     class Meta:
         model = Fact
         fields = [
             "id", "user_id", "agent_id", "category", "content", "confidence", "status", "source",
             "source_episode", "pinned", "usage_count", "last_used_at", "valid_from", "valid_to",
-            "superseded_by", "occurred_at", "metadata", "embedding_model", "reviewed_at", "archived_at",
+            "superseded_by", "occurred_at", "metadata", "embedding", "embedding_model", "reviewed_at", "archived_at",
             "proposal", "source_messages", "created_at", "updated_at",
         ]  # fmt: skip
+
+    @extend_schema_field(serializers.ChoiceField(EMBEDDING_STATES))
+    def get_embedding(self, fact) -> str:
+        return "pending" if fact.embedding_pending else "ready"
 
 
 class FactEventOutputSerializer(serializers.ModelSerializer):
@@ -298,10 +310,11 @@ class FactSearchApi(ApiView):
 
     class OutputSerializer(serializers.Serializer):
         results = ScoredFactOutputSerializer(many=True)
+        degraded = DegradedField()
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="facts_search")
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        hits = selectors.facts_search(tenant=request_tenant(request), **serializer.validated_data)
-        return Response(self.OutputSerializer({"results": hits}).data)
+        found = selectors.facts_search_answer(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer(found).data)

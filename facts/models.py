@@ -33,6 +33,11 @@ class Fact(models.Model):
         MANUAL = "manual"
         IMPORT = "import"
 
+    class EmbeddingPending(models.TextChoices):
+        NO = "", "no"  # embedded (or never to be: history)
+        JUDGE = "judge"  # stored while the embedder failed: embedded, then judged as a new fact would have been
+        EMBED = "embed"  # edited or imported while the embedder failed: embedded only
+
     # No index of its own: the table's composite indexes start with tenant.
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="facts", db_index=False)
     user_id = models.CharField(max_length=255)
@@ -41,6 +46,13 @@ class Fact(models.Model):
     content = models.TextField()
     embedding = VectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True, blank=True)
     embedding_model = models.CharField(max_length=200, blank=True, default="")
+    # Awaiting its vector (the embedding provider failed): found by keywords meanwhile, embedded by
+    # facts.tasks.facts_embed with exponential backoff between attempts (facts.services.embedding).
+    embedding_pending = models.CharField(
+        max_length=5, choices=EmbeddingPending.choices, blank=True, default=EmbeddingPending.NO
+    )
+    embedding_attempts = models.PositiveSmallIntegerField(default=0)
+    embedding_next_attempt_at = models.DateTimeField(null=True, blank=True)
     confidence = models.FloatField(default=1.0, validators=[MinValueValidator(0.0), MaxValueValidator(1.0)])
     # Moved every time the fact is injected into a prompt; deliberately not indexed (cheap HOT updates).
     usage_count = models.PositiveIntegerField(default=0)
@@ -84,6 +96,12 @@ class Fact(models.Model):
         indexes = [
             # Per-user search is an exact scan of one user's rows (DESIGN.md): this btree finds them.
             models.Index(fields=["tenant", "user_id", "status"], name="fact_tenant_user_status"),
+            # The embedding sweep's due facts: a handful of rows, so a partial index of those alone.
+            models.Index(
+                fields=["embedding_next_attempt_at"],
+                condition=~models.Q(embedding_pending=""),
+                name="fact_embedding_pending",
+            ),
         ]
         constraints = [
             models.CheckConstraint(

@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from pgvector.django import CosineDistance
 
-from ai.services import active_embedding_model, embed_query
+from ai.services import active_embedding_model, degraded_without, query_vector_or_none
 from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from core.metrics import SEARCH_SECONDS, timed
@@ -77,6 +77,7 @@ def facts_nearest(
             status__in=statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
             valid_to__isnull=True,
             embedding_model=active_embedding_model(),
+            embedding__isnull=False,  # a fact awaiting its vector is judged when it arrives, not before
         )
         .annotate(distance=CosineDistance("embedding", vector))
         .order_by("distance", "id")[:limit]
@@ -117,7 +118,7 @@ class ScoredFact:
 
     fact: Fact
     score: float  # what the ranking used: fused x confidence x decay (before diversity re-ranking)
-    vector: float  # cosine similarity to the query
+    vector: float  # cosine similarity to the query (0 in a keyword-only search, or for a fact awaiting its vector)
     keyword: float  # BM25 over the user's facts, scaled so the best keyword hit of this query is 1
     decay: float  # 1.0 = no decay (pinned, fresh, or decay off)
 
@@ -132,7 +133,7 @@ _SEARCH_SQL = """
 WITH {scored_rows},
 best AS (
     SELECT id, vector_score, {keyword_score} AS keyword_score
-    FROM base CROSS JOIN idf CROSS JOIN top
+    FROM base CROSS JOIN idf CROSS JOIN top{keyword_hits_only}
     ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {keyword_score} DESC, id DESC
     LIMIT %(candidates)s
 )
@@ -156,6 +157,7 @@ def facts_search(
     query: str,
     limit: int = 10,
     vector: np.ndarray | None = None,
+    keyword_only: bool = False,
     categories: list[str] | None = None,
     agent_id: str | None = None,
     include_pending: bool = False,
@@ -167,10 +169,16 @@ def facts_search(
     now=None,
 ) -> list[ScoredFact]:
     """The user's facts that best answer `query`: vector + keyword, fused, weighed by confidence and recency,
-    made diverse by MMR. Never counts usage (only injection into a prompt does)."""
+    made diverse by MMR. Never counts usage (only injection into a prompt does).
+
+    keyword_only (or a query the embedder cannot embed now) ranks by keywords alone: only facts sharing a term
+    with the query. A fact awaiting its vector is found by its keywords in every search (vector score 0)."""
     if not query.strip() or limit <= 0:
         return []
-    vector = embed_query(query, tenant=tenant, user_id=user_id) if vector is None else vector
+    if vector is None and not keyword_only:
+        vector = query_vector_or_none(query, tenant=tenant, user_id=user_id)
+    if keyword_only:
+        vector = None
     mmr_lambda = settings.FACTS_SEARCH_MMR_LAMBDA if mmr_lambda is None else mmr_lambda
     half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS if half_life_days is None else half_life_days
     now = now or timezone.now()
@@ -192,9 +200,25 @@ def facts_search(
         parse_timestamps_in_c(cursor)
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    candidates = [_candidate(row, now, half_life_days) for row in rows]
+    vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
+    candidates = [_candidate(row, now, half_life_days, vector_weight) for row in rows]
     candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
     return [candidate.hit() for candidate in _diversify(candidates, limit, mmr_lambda)]
+
+
+@dataclass(frozen=True)
+class FactsFound:
+    results: list[ScoredFact]
+    degraded: list[str]  # what the search did without: ai.services.DEGRADED_EMBEDDINGS when ranked by keywords alone
+
+
+def facts_search_answer(*, tenant: Tenant, user_id: str, query: str, **options) -> FactsFound:
+    """facts_search, saying whether it ranked by keywords alone (the query could not be embedded now)."""
+    vector = query_vector_or_none(query, tenant=tenant, user_id=user_id) if query.strip() else None
+    results = facts_search(
+        tenant=tenant, user_id=user_id, query=query, vector=vector, keyword_only=vector is None, **options
+    )
+    return FactsFound(results, degraded_without(vector) if query.strip() else [])
 
 
 def facts_search_statement(
@@ -202,7 +226,7 @@ def facts_search_statement(
     tenant: Tenant,
     user_id: str,
     query: str,
-    vector: np.ndarray,
+    vector: np.ndarray | None,
     limit: int = 10,
     categories: list[str] | None = None,
     agent_id: str | None = None,
@@ -211,14 +235,15 @@ def facts_search_statement(
     occurred_after=None,
     occurred_before=None,
 ) -> tuple[str, dict]:
-    """The one statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks)."""
+    """The one statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks).
+    Without a vector: keywords alone, over the facts sharing a term with the query."""
     statuses = [Fact.Status.ACTIVE, Fact.Status.PENDING] if include_pending else [Fact.Status.ACTIVE]
     clauses = [
         "tenant_id = %(tenant)s",
         "user_id = %(user_id)s",
         "status = ANY(%(statuses)s)",
-        "embedding_model = %(model)s",
-        "embedding IS NOT NULL",
+        # Embedded by the active model, or awaiting a vector (found by keywords meanwhile).
+        "(embedding_model = %(model)s AND embedding IS NOT NULL OR embedding_pending <> '')",
     ]
     params = {"tenant": tenant.pk, "user_id": user_id, "statuses": statuses, "model": active_embedding_model()}
     if as_of is None:
@@ -241,21 +266,25 @@ def facts_search_statement(
     keywords = KeywordQuery(query)
     bm25 = Bm25(k1=settings.FACTS_SEARCH_BM25_K1, b=settings.FACTS_SEARCH_BM25_B)
     params |= keywords.params
+    vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     params |= {
-        "vector": vector_literal(vector),
-        "vector_weight": settings.FACTS_SEARCH_VECTOR_WEIGHT,
-        "keyword_weight": 1 - settings.FACTS_SEARCH_VECTOR_WEIGHT,
+        "vector_weight": vector_weight,
+        "keyword_weight": 1 - vector_weight,
         "candidates": max(limit * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES),
     }
+    if vector is not None:
+        params["vector"] = vector_literal(vector)
     sql = _SEARCH_SQL.format(
         scored_rows=scored_rows(
             keywords=keywords,
             bm25=bm25,
             table="facts_fact",
             where=" AND ".join(clauses),
-            vector_score="1 - (embedding <=> %(vector)s::vector)",
+            # A fact awaiting its vector scores 0 on this side.
+            vector_score="coalesce(1 - (embedding <=> %(vector)s::vector), 0)" if vector is not None else "0::float8",
         ),
         keyword_score=keyword_score(keywords, bm25),
+        keyword_hits_only="" if vector is not None else f"\n    WHERE {keyword_score(keywords, bm25)} > 0",
         columns=_HIT_COLUMNS,
     )
     return sql, params
@@ -267,7 +296,7 @@ class _Candidate:
     candidate cost ~2 ms a search)."""
 
     values: tuple
-    vector: np.ndarray
+    vector: np.ndarray | None
     score: float
     vector_score: float
     keyword_score: float
@@ -281,14 +310,14 @@ class _Candidate:
         )
 
 
-def _candidate(row: tuple, now, half_life_days: float) -> _Candidate:
+def _candidate(row: tuple, now, half_life_days: float, vector_weight: float) -> _Candidate:
     *values, vector_score, keyword_score, embedding = row
-    vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT
     fused = vector_weight * vector_score + (1 - vector_weight) * keyword_score
     last_seen = values[_AT["last_used_at"]] or values[_AT["occurred_at"]] or values[_AT["valid_from"]]
     decay = 1.0 if values[_AT["pinned"]] else _decay(last_seen, now, half_life_days)
     score = fused * (0.5 + 0.5 * values[_AT["confidence"]]) * decay
-    return _Candidate(tuple(values), vector_from_binary(embedding), score, vector_score, keyword_score, decay)
+    vector = vector_from_binary(embedding) if embedding is not None else None  # None: awaiting its vector
+    return _Candidate(tuple(values), vector, score, vector_score, keyword_score, decay)
 
 
 def _hit_fact(values: tuple) -> Fact:
@@ -313,7 +342,9 @@ def _diversify(candidates: list[_Candidate], limit: int, mmr_lambda: float) -> l
     so near-duplicates do not fill the top. lambda 1.0 = relevance only."""
     if mmr_lambda >= 1.0 or len(candidates) <= 1:
         return candidates[:limit]
-    vectors = np.stack([candidate.vector for candidate in candidates])
+    dimensions = next((len(candidate.vector) for candidate in candidates if candidate.vector is not None), 1)
+    missing = np.zeros(dimensions, dtype=np.float32)  # a fact awaiting its vector: dissimilar to every pick
+    vectors = np.stack([missing if candidate.vector is None else candidate.vector for candidate in candidates])
     top = candidates[0].score or 1.0
     relevance = np.asarray([candidate.score / top for candidate in candidates])
     redundancy = vectors @ vectors[0]  # each candidate's highest similarity to a pick so far

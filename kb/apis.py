@@ -7,7 +7,7 @@ from rest_framework import serializers, status
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 
-from core.api_fields import DocIdField
+from core.api_fields import DegradedField, DocIdField
 from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.errors import ApplicationError
 from core.pagination import page_schema, paginated_response
@@ -223,13 +223,14 @@ class SearchApi(ApiView):
 
     class OutputSerializer(serializers.Serializer):
         results = DocumentHitOutputSerializer(many=True)
+        degraded = DegradedField()
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="kb_search")
     def post(self, request):
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        hits = selectors.kb_search(tenant=request_tenant(request), **serializer.validated_data)
-        return Response(self.OutputSerializer({"results": hits}).data)
+        found = selectors.kb_search_answer(tenant=request_tenant(request), **serializer.validated_data)
+        return Response(self.OutputSerializer(found).data)
 
 
 def _refuse_oversized_body(request) -> None:

@@ -11,7 +11,7 @@ from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
-from ai.services import active_embedding_model, embed_query
+from ai.services import active_embedding_model, degraded_without, query_vector_or_none
 from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery
 from core.metrics import SEARCH_SECONDS, timed
@@ -102,11 +102,7 @@ class DocumentHit:
 # The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
-    SELECT id
-    FROM kb_kbchunk
-    WHERE {where}
-    ORDER BY embedding <=> %(vector)s::vector
-    LIMIT %(candidates)s
+    {vector_hits}
 ),
 keyword_matches AS MATERIALIZED (
     SELECT id{match_columns}{length_column}
@@ -134,7 +130,7 @@ candidates AS (
 ),
 scored AS (
     SELECT c.id, c.document_id, c.heading_path, c.line_start, c.line_end, c.text,
-           (1 - (c.embedding <=> %(vector)s::vector))::float8 AS cosine{candidate_columns}
+           {cosine} AS cosine{candidate_columns}
     FROM candidates JOIN kb_kbchunk c ON c.id = candidates.id
     WHERE c.tenant_id = %(tenant)s
 )
@@ -154,13 +150,15 @@ def kb_search(
     query: str,
     limit: int = 10,
     vector: np.ndarray | None = None,
+    keyword_only: bool = False,
     doc_ids: Sequence[str] | None = None,
     path_prefix: str = "",
 ) -> list[DocumentHit]:
     """The tenant's passages that best answer `query`, best first: fused = w x cosine + (1 - w) x keyword, where
     w is KB_SEARCH_VECTOR_WEIGHT and keyword is BM25 over the tenant's chunks (KB_SEARCH_BM25_K1 / _B), scaled so
     the best keyword hit among the candidates is 1, times the share of the query's terms the passage contains.
-    `vector` is the query's embedding when the caller already has it.
+    `vector` is the query's embedding when the caller already has it. keyword_only (or a query the embedder cannot
+    embed now) ranks by the keyword side alone.
 
     doc_ids / path_prefix (a doc id prefix, e.g. "guides/") narrow the search to some documents. Only chunks
     embedded by the active model are searched (others are stale until re-indexed).
@@ -172,8 +170,11 @@ def kb_search(
         documents = _document_ids(tenant=tenant, doc_ids=doc_ids, path_prefix=path_prefix)
         if not documents:
             return []
-    # A query asked without a user is nobody's text: not cached, so nothing of it outlives the request.
-    vector = embed_query(query, tenant=tenant, user_id=None) if vector is None else vector
+    if vector is None and not keyword_only:
+        # A query asked without a user is nobody's text: not cached, so nothing of it outlives the request.
+        vector = query_vector_or_none(query, tenant=tenant, user_id=None)
+    if keyword_only:
+        vector = None
     keywords = KeywordQuery(query)
     sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
     alias = read_alias()  # the replica during an API read (core.replicas); chosen before the transaction, which it pins
@@ -187,13 +188,33 @@ def kb_search(
         rows = cursor.fetchall()
         # A read: rolling back ends the SET LOCALs here, even inside a caller's transaction.
         transaction.set_rollback(True, using=alias)
-    return _fused(rows, limit, term_count=len(keywords))
+    weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
+    return _fused(rows, limit, term_count=len(keywords), weight=weight)
+
+
+@dataclass(frozen=True)
+class DocumentsFound:
+    results: list[DocumentHit]
+    degraded: list[str]  # what the search did without: ai.services.DEGRADED_EMBEDDINGS when ranked by keywords alone
+
+
+def kb_search_answer(*, tenant: Tenant, query: str, **options) -> DocumentsFound:
+    """kb_search, saying whether it ranked by keywords alone (the query could not be embedded now)."""
+    vector = query_vector_or_none(query, tenant=tenant, user_id=None) if query.strip() else None
+    results = kb_search(tenant=tenant, query=query, vector=vector, keyword_only=vector is None, **options)
+    return DocumentsFound(results, degraded_without(vector) if query.strip() else [])
 
 
 def kb_search_statement(
-    *, tenant: Tenant, keywords: KeywordQuery, vector: np.ndarray, limit: int, documents: list[int] | None = None
+    *,
+    tenant: Tenant,
+    keywords: KeywordQuery,
+    vector: np.ndarray | None,
+    limit: int,
+    documents: list[int] | None = None,
 ) -> tuple[str, dict]:
-    """The statement kb_search runs and its parameters (also for EXPLAIN in tests and benchmarks)."""
+    """The statement kb_search runs and its parameters (also for EXPLAIN in tests and benchmarks); without a vector,
+    the keyword channel alone."""
     where = ["tenant_id = %(tenant)s", "embedding_model = %(model)s", "embedding IS NOT NULL"]
     if documents is not None:
         where.append("document_id = ANY(%(documents)s)")
@@ -201,7 +222,17 @@ def kb_search_statement(
     names = keywords.match_names()
     lengths = bool(bm25.b)
     document_frequency = lambda match: f"coalesce(sum(rows) FILTER (WHERE {match}), 0)"  # noqa: E731
+    if vector is not None:
+        vector_hits = (
+            f"SELECT id FROM kb_kbchunk WHERE {' AND '.join(where)} "
+            "ORDER BY embedding <=> %(vector)s::vector LIMIT %(candidates)s"
+        )
+        cosine = "(1 - (c.embedding <=> %(vector)s::vector))::float8"
+    else:
+        vector_hits, cosine = "SELECT id FROM kb_kbchunk WHERE false", "0::float8"
     sql = _SEARCH_SQL.format(
+        vector_hits=vector_hits,
+        cosine=cosine,
         where=" AND ".join(where),
         any_term=keywords.any_term(),
         match_columns=keywords.match_columns("search_vector"),
@@ -225,9 +256,10 @@ def kb_search_statement(
     params = keywords.params | {
         "tenant": tenant.pk,
         "model": active_embedding_model(),
-        "vector": vector_literal(vector),
         "candidates": max(limit * settings.KB_SEARCH_CANDIDATE_FACTOR, 40),
     }
+    if vector is not None:
+        params["vector"] = vector_literal(vector)
     if documents is not None:
         params["documents"] = documents
     return sql, params
@@ -242,8 +274,7 @@ def _document_ids(*, tenant: Tenant, doc_ids: Sequence[str] | None, path_prefix:
     return list(documents.values_list("pk", flat=True))
 
 
-def _fused(rows: list[tuple], limit: int, *, term_count: int) -> list[DocumentHit]:
-    weight = settings.KB_SEARCH_VECTOR_WEIGHT
+def _fused(rows: list[tuple], limit: int, *, term_count: int, weight: float) -> list[DocumentHit]:
     best = max((row[8] for row in rows), default=0.0) or 1.0
     hits = []
     for _, document_id, doc_id, heading_path, line_start, line_end, text, cosine, bm25, matched in rows:

@@ -7,11 +7,17 @@ from rest_framework.response import Response
 from ai.checks import embedding_dimension_problems
 from ai.embedders import get_embedder
 from ai.errors import AIProviderError
+from ai.services import EMBEDDINGS, embedding_probe, provider_state
 from core.api_errors import error_body
 from core.apis import ApiView
 from core.db import database_status
 
-from .selectors import readiness_check
+from .selectors import facts_awaiting_embedding, providers_check, readiness_check
+
+PROVIDERS_HELP = (
+    '"embeddings" (and "chat" when a chat model is configured): {"status": "ok" | "failing", "last_success_at"}, '
+    'failing with "error", "since", "last_failure_at" and "consecutive_failures", as this process saw its calls.'
+)
 
 
 class PublicApiView(ApiView):
@@ -35,13 +41,20 @@ class LiveApi(PublicApiView):
 
 
 class ReadyApi(PublicApiView):
-    """Readiness: this process can serve requests (database with pgvector, embedder loaded, a worker alive)."""
+    """Readiness: this process can serve requests (database with pgvector, embedder loaded, a worker alive).
+    "degraded" (still 200): an AI provider fails, as this process saw it (`providers`): searches rank by keywords
+    alone and facts are stored awaiting their vectors meanwhile."""
 
     @extend_schema(
         operation_id="health_ready",
         responses={
             200: inline_serializer(
-                "HealthReady", {"status": serializers.CharField(), "checks": serializers.DictField()}
+                "HealthReady",
+                {
+                    "status": serializers.ChoiceField(["ok", "degraded"]),
+                    "checks": serializers.DictField(),
+                    "providers": serializers.DictField(help_text=PROVIDERS_HELP),
+                },
             ),
             503: OpenApiResponse(description="Not ready: the message names what is not, `details` has every check."),
         },
@@ -49,7 +62,13 @@ class ReadyApi(PublicApiView):
     def get(self, request):
         readiness = readiness_check()
         if readiness.ready:
-            return Response({"status": "ok", "checks": readiness.checks})
+            return Response(
+                {
+                    "status": "degraded" if readiness.degraded else "ok",
+                    "checks": readiness.checks,
+                    "providers": readiness.providers,
+                }
+            )
         failing = "; ".join(f"{name}: {why}" for name, why in readiness.failing.items())
         return Response(
             error_body("not_ready", f"Not ready. {failing}", readiness.checks),
@@ -58,15 +77,18 @@ class ReadyApi(PublicApiView):
 
 
 class HealthApi(PublicApiView):
-    """The detailed view: is the database reachable, with pgvector, and which embedder is configured (builds it)."""
+    """The detailed view: is the database reachable, with pgvector, and which embedder is configured (builds it);
+    the AI providers' state, "degraded" (still 200) while one fails. While the embedding provider is failing, this
+    view makes one embedding call itself, so it also sees the provider answer again."""
 
     @extend_schema(
         responses=inline_serializer(
             "Health",
             {
-                "status": serializers.CharField(),
+                "status": serializers.ChoiceField(["ok", "degraded", "unavailable"]),
                 "database": serializers.DictField(),
                 "embedding": serializers.DictField(),
+                "providers": serializers.DictField(help_text=PROVIDERS_HELP),
             },
         )
     )
@@ -74,8 +96,14 @@ class HealthApi(PublicApiView):
         db = database_status()
         embedding = _embedding_status() if db.reachable else {}
         healthy = db.reachable and db.pgvector_version is not None and not embedding.get("problems")
+        if healthy and provider_state(EMBEDDINGS).failing:
+            embedding_probe()
+        providers = providers_check()
+        if db.reachable and healthy:
+            providers[EMBEDDINGS]["facts_awaiting_embedding"] = facts_awaiting_embedding()
+        degraded = any(report["status"] != "ok" for report in providers.values())
         body = {
-            "status": "ok" if healthy else "unavailable",
+            "status": ("degraded" if degraded else "ok") if healthy else "unavailable",
             "database": {
                 "reachable": db.reachable,
                 "server_version": db.server_version,
@@ -87,6 +115,7 @@ class HealthApi(PublicApiView):
                 "dimensions": settings.EMBEDDING_DIMENSIONS,
                 **embedding,
             },
+            "providers": providers,
         }
         return Response(body, status=status.HTTP_200_OK if healthy else status.HTTP_503_SERVICE_UNAVAILABLE)
 

@@ -12,6 +12,7 @@ from django_q.conf import Conf
 from django_q.models import OrmQ
 
 from ai.embedders import embedder_readiness
+from ai.services import CHAT, EMBEDDINGS, provider_report
 from core.db import database_status
 from facts.models import Fact, FactConflict
 
@@ -23,10 +24,17 @@ OK = "ok"
 @dataclass(frozen=True)
 class Readiness:
     checks: dict[str, str] = field(default_factory=dict)  # name -> "ok" or why not
+    # The AI providers as this process saw them: failing ones degrade the service (keyword-only search, facts
+    # stored awaiting their vectors) without making it unready.
+    providers: dict[str, dict] = field(default_factory=dict)
 
     @property
     def ready(self) -> bool:
         return all(value == OK for value in self.checks.values())
+
+    @property
+    def degraded(self) -> bool:
+        return any(report["status"] != OK for report in self.providers.values())
 
     @property
     def failing(self) -> dict[str, str]:
@@ -51,7 +59,24 @@ def readiness_check() -> Readiness:
     if db.reachable:
         checks["worker"] = _worker_check()
     checks["queue"] = _broker_check()
-    return Readiness(checks=checks)
+    return Readiness(checks=checks, providers=providers_check())
+
+
+def providers_check() -> dict[str, dict]:
+    """The embedding provider's (and the chat model's, when one is configured) recorded outcomes in this process:
+    ok, or failing with the last error and since when (ai.services.provider_report). No call is made."""
+    providers = {EMBEDDINGS: provider_report(EMBEDDINGS)}
+    if settings.CHAT_PROVIDER != "none":
+        providers[CHAT] = provider_report(CHAT)
+    return providers
+
+
+def facts_awaiting_embedding() -> dict:
+    """Across tenants, how many facts wait for their vector and since when: what any process can see of an
+    embedding outage (the worker's sweep or a web process's writes), through the partial index of those facts."""
+    awaiting = Fact.objects.exclude(embedding_pending=Fact.EmbeddingPending.NO)
+    oldest = awaiting.order_by("created_at").values_list("created_at", flat=True).first()
+    return {"count": awaiting.count(), "oldest": oldest.isoformat() if oldest else None}
 
 
 def _broker_check() -> str:

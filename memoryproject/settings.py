@@ -232,6 +232,13 @@ FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default
 FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
 
+# --- Facts stored while the embedding provider fails (issue 17, outage) -------------------------------------------
+# Such a fact is stored without its vector, found by keywords, and embedded by a task queued after commit, then by
+# the sweep (every minute) when due: attempt n waits base * 2^(n-1) seconds after the last failure, at most max.
+FACTS_EMBED_RETRY_BASE_SECONDS = env.int("FACTS_EMBED_RETRY_BASE_SECONDS", default=30)
+FACTS_EMBED_RETRY_MAX_SECONDS = env.int("FACTS_EMBED_RETRY_MAX_SECONDS", default=3600)
+FACTS_EMBED_BATCH_SIZE = env.int("FACTS_EMBED_BATCH_SIZE", default=64)  # facts per embedding call of the sweep
+
 # Default token budget of POST /api/v1/context.
 CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=800)
 # Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.

@@ -4,6 +4,7 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.response import Response
 
+from core.api_fields import DegradedField
 from core.apis import ApiView
 from facts.apis import ScoredFactOutputSerializer, SearchFiltersSerializer
 from kb.apis import DocumentHitOutputSerializer
@@ -30,6 +31,7 @@ class ContextApi(ApiView):
         cold_start = serializers.BooleanField()
         facts = ScoredFactOutputSerializer(many=True)
         documents = DocumentHitOutputSerializer(many=True)
+        degraded = DegradedField()
 
     @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="context_build")
     def post(self, request):

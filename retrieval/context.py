@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from ai.services import embed_query
+from ai.services import degraded_without, query_vector_or_none
 from core.metrics import CONTEXT_BUILD_SECONDS, timed
 from core.text import estimate_tokens
 from facts.models import Fact
@@ -32,6 +32,7 @@ class Context:
     documents: list[DocumentHit] = field(default_factory=list)  # the passages that made it into `text`
     token_count: int = 0
     cold_start: bool = False
+    degraded: list[str] = field(default_factory=list)  # ["embeddings"]: the query had no vector, keywords alone
 
 
 def fact_citation(fact: Fact) -> str:
@@ -53,22 +54,27 @@ def context_build(
     agent_id: str | None = None,
 ) -> Context:
     """Search facts (and documents) with one query embedding, pack the best into `max_tokens`, and count a use
-    for every fact that was injected — and only those."""
+    for every fact that was injected — and only those. While the query cannot be embedded, both searches rank by
+    keywords alone and the context says so (`degraded`)."""
     max_tokens = max_tokens or settings.CONTEXT_MAX_TOKENS
-    vector = embed_query(query, tenant=tenant, user_id=user_id)
+    vector = query_vector_or_none(query, tenant=tenant, user_id=user_id)
+    keyword_only = vector is None
     facts = facts_search(
         tenant=tenant,
         user_id=user_id,
         query=query,
         limit=fact_limit,
         vector=vector,
+        keyword_only=keyword_only,
         categories=categories,
         agent_id=agent_id,
     )
     documents = []
     if include_documents:
         for source in DOCUMENT_SOURCES:
-            documents += source(tenant=tenant, query=query, vector=vector, limit=document_limit)
+            documents += source(
+                tenant=tenant, query=query, vector=vector, keyword_only=keyword_only, limit=document_limit
+            )
         documents.sort(key=lambda hit: -hit.score)
     cold_start = facts_active_count(tenant=tenant, user_id=user_id, up_to=COLD_START_FACTS) < COLD_START_FACTS
 
@@ -86,7 +92,9 @@ def context_build(
 
     facts_record_usage(tenant=tenant, fact_ids=[hit.fact.pk for hit in injected_facts])
     text = "\n".join(lines)
-    return Context(text, injected_facts, injected_documents, estimate_tokens(text), cold_start)
+    return Context(
+        text, injected_facts, injected_documents, estimate_tokens(text), cold_start, degraded_without(vector)
+    )
 
 
 def _document_line(hit: DocumentHit) -> str:

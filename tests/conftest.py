@@ -1,8 +1,17 @@
 import pytest
 
+from ai.services import provider_states_reset
 from tests.factories import client_with_key, make_tenant
 from tests.fake_openai import API_KEY as FAKE_API_KEY
 from tests.fake_openai import FakeOpenAI
+
+
+@pytest.fixture(autouse=True)
+def _provider_states_forgotten():
+    """The AI providers' recorded outcomes are per process: one test's outage must not show in the next one's probes."""
+    provider_states_reset()
+    yield
+    provider_states_reset()
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """A real HTTP server speaking the OpenAI embeddings and chat-completions wire format, for tests and benchmarks.
 
 Vectors are deterministic (feature hashing of the input); chat replies are scripted; failures (status codes,
-delays, wrong vector sizes) can be queued for the next requests.
+delays, wrong vector sizes) can be queued for the next requests; an outage (every request to some paths fails
+until recovered) can be switched on; chat replies can be held on a gate until released.
 """
 
 import base64
@@ -32,8 +33,12 @@ class FakeOpenAI:
     requests: list[dict] = field(default_factory=list)
     failures: deque = field(default_factory=deque)
     chat_replies: deque = field(default_factory=deque)
+    outage: dict[str, int] = field(default_factory=dict)  # path -> the status every request to it gets, until recovered
 
     def __post_init__(self):
+        self._chat_gate = threading.Event()
+        self._chat_gate.set()  # open: chat replies go at once
+        self.chat_waiting = threading.Event()  # set when a chat request is held at the closed gate
         self._embedder = HashEmbedder(self.dimensions)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -54,6 +59,22 @@ class FakeOpenAI:
     def fail_next(self, *failures: Failure) -> None:
         self.failures.extend(failures)
 
+    def go_down(self, *paths: str, status: int = 503) -> None:
+        """Every request to `paths` (default: embeddings) fails with `status` until recover() (retries included)."""
+        for path in paths or ("/v1/embeddings",):
+            self.outage[path] = status
+
+    def recover(self) -> None:
+        self.outage.clear()
+
+    def hold_chat(self) -> None:
+        """Chat requests wait at a gate (chat_waiting is set when one does) until release_chat()."""
+        self.chat_waiting.clear()
+        self._chat_gate.clear()
+
+    def release_chat(self) -> None:
+        self._chat_gate.set()
+
     def reply_next(self, *contents: str) -> None:
         """Queue chat replies (the assistant message's content), one per chat request."""
         self.chat_replies.extend(contents)
@@ -67,6 +88,8 @@ class FakeOpenAI:
         self.requests.append({"path": path, "body": body})
         if headers.get("Authorization") != f"Bearer {API_KEY}":
             return 401, _error("Incorrect API key provided.", "invalid_api_key")
+        if path in self.outage:
+            return self.outage[path], _error(f"outage: {path} is down", "outage")
         failure = self.failures.popleft() if self.failures else None
         if failure and failure.delay:
             time.sleep(failure.delay)
@@ -75,6 +98,9 @@ class FakeOpenAI:
         if path == "/v1/embeddings":
             return 200, self._embeddings(body, wrong_dimensions=bool(failure))
         if path == "/v1/chat/completions":
+            if not self._chat_gate.is_set():
+                self.chat_waiting.set()
+                self._chat_gate.wait(30)
             return self._chat()
         return 404, _error(f"no route {path}", "not_found")
 

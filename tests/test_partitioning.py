@@ -28,6 +28,8 @@ UNIQUE_WITHOUT_TENANT = {
 INDEXES_WITHOUT_TENANT_FIRST = {
     ("kb.KBChunk", "kbchunk_embedding_hnsw"): "per partition",
     ("kb.KBChunk", "kbchunk_search_vector_gin"): "per partition",
+    # The embedding sweep's due facts across tenants, by next attempt: partial (the few awaiting a vector).
+    ("facts.Fact", "fact_embedding_pending"): "per partition (the sweep then asks each partition)",
 }
 # Foreign keys between tenant tables on the id alone: each becomes (tenant_id, id), with the primary keys.
 FOREIGN_KEYS_TO_WIDEN = {

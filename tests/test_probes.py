@@ -15,8 +15,13 @@ from django_q.scheduler import scheduler
 from rest_framework.test import APIClient
 
 from ai import embedders
+from ai import services as ai_services
+from ai.chat import get_chat
+from ai.errors import AIProviderError
+from facts.judging import llm_judge
 from memoryproject.models import WorkerHeartbeat
 from memoryproject.services import worker_heartbeat_record
+from tests.factories import client_with_key, make_tenant
 from tests.redis_server import redis_server
 
 
@@ -50,6 +55,7 @@ class TestReady:
         assert after.json() == {
             "status": "ok",
             "checks": {"database": "ok", "pgvector": "ok", "embedder": "ok", "worker": "ok", "queue": "ok"},
+            "providers": {"embeddings": {"status": "ok", "last_success_at": None}},  # (no embedding call yet)
         }
 
     def test_an_old_heartbeat_is_not_ready_and_says_so(self, settings):
@@ -140,3 +146,54 @@ def test_setup_schedules_declares_the_heartbeat_once(db):
         1,
     )
     assert schedule.next_run <= timezone.now()
+
+
+@pytest.mark.django_db
+def test_health_and_ready_report_a_failing_embedding_provider_then_its_recovery(
+    settings, openai_settings, fake_openai, monkeypatch
+):
+    settings.WORKER_HEARTBEAT_MAX_AGE = 0
+    monkeypatch.setattr(ai_services, "PROBE_AFTER_SECONDS", 0)  # the health view's own call is not held back
+    openai_settings.CHAT_PROVIDER = "none"
+    tenant_api = client_with_key(make_tenant("probe-outage")[1])
+    fake_openai.go_down("/v1/embeddings")
+
+    search = tenant_api.post("/api/v1/facts/search", {"user_id": "u1", "query": "tea"}, format="json")
+    ready = APIClient().get("/api/health/ready")
+    health = APIClient().get("/api/health")
+    fake_openai.recover()
+    health_back = APIClient().get("/api/health")  # its own embedding call sees the provider answer again
+    ready_back = APIClient().get("/api/health/ready")
+
+    assert search.status_code == 200
+    assert search.json()["degraded"] == ["embeddings"]
+    assert ready.status_code == 200  # still serving: keyword-only
+    assert ready.json()["status"] == "degraded"
+    failing = ready.json()["providers"]["embeddings"]
+    assert failing["status"] == "failing"
+    assert "503" in failing["error"]
+    assert failing["since"]
+    assert failing["consecutive_failures"] >= 1
+    assert "chat" not in ready.json()["providers"]  # no chat model configured
+    assert health.status_code == 200
+    assert health.json()["status"] == "degraded"
+    assert health.json()["providers"]["embeddings"]["status"] == "failing"
+    assert health.json()["providers"]["embeddings"]["facts_awaiting_embedding"] == {"count": 0, "oldest": None}
+    assert health_back.json()["status"] == "ok"
+    assert ready_back.json()["status"] == "ok"
+    assert ready_back.json()["providers"]["embeddings"]["status"] == "ok"
+    assert ready_back.json()["providers"]["embeddings"]["last_success_at"] is not None
+
+
+@pytest.mark.django_db
+def test_ready_reports_a_failing_chat_model_when_one_is_configured(settings, openai_settings, fake_openai):
+    settings.WORKER_HEARTBEAT_MAX_AGE = 0
+    fake_openai.go_down("/v1/chat/completions")
+    with pytest.raises(AIProviderError):
+        llm_judge(get_chat(), new="Lives in Paris", existing=["Lives in Berlin"])
+
+    ready = APIClient().get("/api/health/ready").json()
+
+    assert ready["status"] == "degraded"
+    assert ready["providers"]["chat"]["status"] == "failing"
+    assert ready["providers"]["embeddings"]["status"] == "ok"

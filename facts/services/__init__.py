@@ -3,6 +3,7 @@
 from .bulk import IMPORT_STATUSES, facts_import
 from .deletion import FactsErased, fact_delete, facts_delete, facts_erase_user
 from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
+from .embedding import EmbedRun, embedding_retry_delay, facts_embed_due, facts_embed_pending
 from .extraction import facts_extract
 from .history import SYSTEM, snapshot
 from .remember import RememberResult, fact_remember
@@ -13,10 +14,12 @@ __all__ = [
     "IMPORT_STATUSES",
     "SYSTEM",
     "UPDATABLE_FIELDS",
+    "EmbedRun",
     "FactsErased",
     "RememberResult",
     "conflict_resolve",
     "fact_approve",
+    "embedding_retry_delay",
     "fact_delete",
     "fact_reject",
     "fact_remember",
@@ -24,6 +27,8 @@ __all__ = [
     "fact_supersession_undo",
     "fact_update",
     "facts_delete",
+    "facts_embed_due",
+    "facts_embed_pending",
     "facts_erase_user",
     "facts_extract",
     "facts_import",

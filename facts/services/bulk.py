@@ -1,5 +1,6 @@
 """Bulk import: facts stored exactly as given, validated once, embedded in one batch, inserted with COPY."""
 
+import logging
 from datetime import datetime
 
 from django.conf import settings
@@ -7,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_texts
 from core.db import copy_insert
 from core.timestamps import parse_timestamp
@@ -15,6 +17,9 @@ from tenancy.models import Tenant
 
 from ..content import clean_content
 from ..models import Fact, FactEvent
+from .embed_queue import facts_embed_after_commit
+
+logger = logging.getLogger(__name__)
 
 IMPORT_STATUSES = [Fact.Status.ACTIVE, Fact.Status.PENDING]  # history (superseded, rejected) has no import path
 
@@ -26,6 +31,9 @@ IMPORT_FIELDS = [
     "content",
     "embedding",
     "embedding_model",
+    "embedding_pending",
+    "embedding_attempts",
+    "embedding_next_attempt_at",
     "confidence",
     "usage_count",
     "status",
@@ -51,7 +59,8 @@ IMPORT_ITEM_KEYS = frozenset(
 def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]:
     """Store facts exactly as given (no merging, no extraction): for migrations and evaluation.
 
-    All or nothing; one embedding batch and batched inserts.
+    All or nothing; one embedding batch and batched inserts. While the embedder fails the facts are stored
+    without their vectors (embedding_pending) and embedded later.
     """
     if len(facts) > settings.FACTS_IMPORT_MAX_BATCH:
         raise ValidationError({"facts": f"At most {settings.FACTS_IMPORT_MAX_BATCH} facts per request."})
@@ -65,9 +74,19 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
             raise ValidationError(
                 {f"facts[{index}].{name}": messages for name, messages in exc.message_dict.items()}
             ) from None
-    vectors = embed_texts([row.embedding_text() for row in rows], tenant=tenant, user_id=[row.user_id for row in rows])
-    for row, vector in zip(rows, vectors, strict=True):
-        row.embedding = vector
+    try:
+        vectors = embed_texts(
+            [row.embedding_text() for row in rows], tenant=tenant, user_id=[row.user_id for row in rows]
+        )
+    except AIProviderError as exc:
+        logger.warning("embedding unavailable, %d imported facts stored awaiting vectors: %s", len(rows), exc.message)
+        vectors = None
+    for index, row in enumerate(rows):
+        if vectors is None:
+            row.embedding_model, row.embedding_pending = "", Fact.EmbeddingPending.EMBED
+            row.embedding_next_attempt_at = now
+        else:
+            row.embedding = vectors[index]
         row.refresh_search_text()  # bulk_create skips save()
     events = [
         FactEvent(
@@ -87,6 +106,8 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
         copy_insert(
             FactEvent, events, ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"]
         )
+        if vectors is None:
+            facts_embed_after_commit([row.pk for row in rows])
     return rows
 
 

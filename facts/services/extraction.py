@@ -8,13 +8,15 @@ from django.db import transaction
 
 from ai.chat import get_chat
 from ai.errors import AIProviderError
+from ai.services import embed_texts
 from tenancy.models import Tenant
 
+from ..content import normalised
 from ..extraction import extract_by_rules, llm_extract
 from ..models import Fact
 from ..selectors import facts_list
 from .history import SYSTEM
-from .remember import RememberResult, fact_remember
+from .remember import Judged, RememberResult, fact_judged, fact_new, fact_written, judged_then_written
 
 logger = logging.getLogger(__name__)
 
@@ -35,13 +37,16 @@ def facts_extract(
     """Distil atomic facts from a conversation and remember each (source=extracted), with the messages it came from
     (a message's "index", its place in the episode, when it has one). All or nothing: `then` (the caller's
     watermark) runs in the same transaction as the facts' writes. When the chat model fails for good,
-    on_chat_failure "fallback" extracts by rules, "raise" lets the AIProviderError through."""
+    on_chat_failure "fallback" extracts by rules, "raise" lets the AIProviderError through. The chat model, one
+    embedding call for every candidate and the judging run before that transaction; while the embedder fails the
+    facts are stored awaiting their vectors and judged when they arrive."""
     if on_chat_failure not in ON_CHAT_FAILURE:
         raise ValueError(f"on_chat_failure must be one of {ON_CHAT_FAILURE}, not {on_chat_failure!r}")
-    candidates = _candidates(tenant, user_id, messages, reference_time, on_chat_failure)
-    with transaction.atomic():
-        results = [
-            fact_remember(
+    candidates = _distinct(_candidates(tenant, user_id, messages, reference_time, on_chat_failure))
+
+    def new_facts() -> list[Fact]:  # afresh for each try: a rolled-back try leaves its ids on the objects
+        return [
+            fact_new(
                 tenant=tenant,
                 user_id=user_id,
                 content=candidate.content,
@@ -51,13 +56,62 @@ def facts_extract(
                 occurred_at=reference_time,
                 source_episode=episode,
                 source_messages=[messages[n].get("index", n) for n in candidate.messages],
-                actor=SYSTEM,
             )
             for candidate in candidates
         ]
-        if then is not None:
-            then()
-        return results
+
+    vectors = _vectors(tenant, new_facts())  # one embedding call for every candidate, before any transaction
+
+    def judge() -> list[Judged]:
+        facts = new_facts()
+        for fact, vector in zip(facts, vectors or [None] * len(facts), strict=True):
+            fact.embedding = vector
+        return [fact_judged(fact) for fact in facts]
+
+    def write(judged: list[Judged]) -> list[RememberResult] | None:
+        written: set[int] = set()
+        try:
+            with transaction.atomic():  # a savepoint: a stale judgement takes back the facts written before it
+                results = []
+                for one in judged:
+                    result = fact_written(one, actor=SYSTEM, written=written)
+                    if result is None:
+                        raise _Stale
+                    results.append(result)
+                if then is not None:
+                    then()
+                return results
+        except _Stale:
+            return None
+
+    return judged_then_written(tenant=tenant, user_id=user_id, judge=judge, write=write)
+
+
+class _Stale(Exception):
+    """A candidate's neighbours changed since it was judged: the batch is judged again."""
+
+
+def _distinct(candidates: list) -> list:
+    """One candidate per statement: the same words twice in one conversation are one fact."""
+    seen: set[str] = set()
+    kept = []
+    for candidate in candidates:
+        key = normalised(candidate.content)
+        if key not in seen:
+            seen.add(key)
+            kept.append(candidate)
+    return kept
+
+
+def _vectors(tenant: Tenant, facts: list[Fact]):
+    """The candidates' vectors, or None while the embedder fails (they are stored awaiting them)."""
+    if not facts:
+        return None
+    try:
+        return list(embed_texts([fact.embedding_text() for fact in facts], tenant=tenant, user_id=facts[0].user_id))
+    except AIProviderError as exc:
+        logger.warning("embedding unavailable, extracted facts stored awaiting their vectors: %s", exc.message)
+        return None
 
 
 def _candidates(tenant: Tenant, user_id: str, messages: list[dict], reference_time: datetime, on_chat_failure: str):

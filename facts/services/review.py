@@ -1,10 +1,14 @@
 """Human review: approve a fact (applying what it proposed), reject it (taking back what it did), resolve a
 conflict, undo a supersession."""
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils import timezone
 
+from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
 from core.locks import LockNamespace, xact_lock
@@ -13,9 +17,10 @@ from tenancy.models import Tenant
 from ..content import clean_content
 from ..models import Fact, FactConflict, FactEvent
 from ..selectors import facts_nearest
+from .embed_queue import facts_embed_after_commit
 from .history import record_event, snapshot
 from .proposals import Decision, decision_of, decision_stored, decision_unchanged, open_conflict_ids
-from .remember import judge_neighbours
+from .remember import judge_neighbours, judged_then_written
 from .transitions import (
     conflict_close,
     conflict_open,
@@ -28,45 +33,55 @@ from .transitions import (
     fact_supersede,
 )
 
-APPROVE_ATTEMPTS = 3  # judged again when what the proposal acts on changes under us, at most this often
+
+@dataclass(frozen=True)
+class _Unresolved:
+    conflict_ids: list[int]  # judged again and now unsure: conflicts opened, a person resolves them first
 
 
 def fact_approve(*, tenant: Tenant, fact_id: int, actor: str) -> Fact:
     """Make the fact active and apply what it proposed when it arrived (merge into its twin, supersede the facts it
     contradicts), in one transaction with their events. When a fact the proposal acts on has changed since, the fact
-    is judged again against the user's active facts first. A fact with an open conflict is approved only by resolving
-    the conflict (409 naming it)."""
-    for _ in range(APPROVE_ATTEMPTS):
-        fact = _reviewable(tenant, fact_id)
-        if fact.status == Fact.Status.ACTIVE:  # its decision took effect when it arrived: this marks it reviewed
-            decision = Decision("create")
-        else:
-            decision = decision_stored(tenant=tenant, fact=fact)
-        if decision is None:  # no proposal, or stale: judged again, outside the transaction (a chat call may be slow)
-            neighbours = facts_nearest(
-                tenant=tenant,
-                user_id=fact.user_id,
-                vector=fact.embedding,
-                limit=settings.FACTS_JUDGE_CANDIDATES,
-                statuses=[Fact.Status.ACTIVE],
-            )
-            neighbours = [neighbour for neighbour in neighbours if neighbour.fact.pk != fact.pk]
-            judged = list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True))
-            decision = decision_of(fact, judged)
-        read = fact.updated_at
-        with transaction.atomic():
-            xact_lock(LockNamespace.USER_MEMORY, tenant.pk, fact.user_id)
-            fact = _reviewable(tenant, fact_id, lock=True)
-            if fact.updated_at != read or not decision_unchanged(decision):
-                continue  # the fact or a target changed meanwhile: decide again
-            if decision.conflicts:  # judged again and now unsure: a person resolves it first
-                conflicts = _open_conflicts(fact, decision, actor=actor)
-            else:
-                return _apply_approved(fact, decision, actor=actor)
-        raise _unresolved(conflicts)
-    raise ApplicationError(
-        "The user's facts kept changing while this fact was approved; try again.", code="conflict", status_code=409
+    is judged again against the user's active facts first (outside the transaction: a chat call may be slow). A fact
+    with an open conflict is approved only by resolving the conflict (409 naming it). A fact still awaiting its
+    vector is only activated: it is judged, as an active fact, when the vector arrives."""
+    outcome = judged_then_written(
+        tenant=tenant,
+        user_id=_fact(tenant, fact_id).user_id,
+        judge=lambda: _approval(tenant, fact_id),
+        write=lambda approval: _approval_written(tenant, fact_id, *approval, actor=actor),
     )
+    if isinstance(outcome, _Unresolved):
+        raise _unresolved(outcome.conflict_ids)
+    return outcome
+
+
+def _approval(tenant: Tenant, fact_id: int) -> tuple[Fact, Decision]:
+    """The fact as read, and what approving it does: its stored proposal, or a new judgement when that is stale."""
+    fact = _reviewable(tenant, fact_id)
+    if fact.status == Fact.Status.ACTIVE or fact.embedding is None:  # decided when it arrives: this marks it reviewed
+        return fact, Decision("create")
+    decision = decision_stored(tenant=tenant, fact=fact)
+    if decision is None:  # no proposal, or stale: judged again
+        neighbours = facts_nearest(
+            tenant=tenant,
+            user_id=fact.user_id,
+            vector=fact.embedding,
+            limit=settings.FACTS_JUDGE_CANDIDATES,
+            statuses=[Fact.Status.ACTIVE],
+        )
+        neighbours = [neighbour for neighbour in neighbours if neighbour.fact.pk != fact.pk]
+        decision = decision_of(fact, list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True)))
+    return fact, decision
+
+
+def _approval_written(tenant: Tenant, fact_id: int, read: Fact, decision: Decision, *, actor: str):
+    fact = _reviewable(tenant, fact_id, lock=True)
+    if fact.updated_at != read.updated_at or not decision_unchanged(decision):
+        return None  # the fact or a target changed meanwhile: decide again
+    if decision.conflicts:
+        return _Unresolved(_open_conflicts(fact, decision, actor=actor))
+    return _apply_approved(fact, decision, actor=actor)
 
 
 def _reviewable(tenant: Tenant, fact_id: int, *, lock: bool = False) -> Fact:
@@ -174,7 +189,10 @@ def conflict_resolve(
         raise ApplicationError("Conflict not found.", code="not_found", status_code=404)
     merged_vector = None
     if resolution == FactConflict.Resolution.MERGE:  # before any lock: may be slow
-        merged_vector = embed_query(Fact(content=content).embedding_text(), tenant=tenant, user_id=user_id)
+        try:
+            merged_vector = embed_query(Fact(content=content).embedding_text(), tenant=tenant, user_id=user_id)
+        except AIProviderError:  # the merged text is kept, and embedded later
+            merged_vector = None
     with transaction.atomic():
         xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)
         conflict = FactConflict.objects.select_for_update().filter(tenant=tenant, pk=conflict_id).first()
@@ -209,6 +227,10 @@ def _merge_texts(old: Fact, new: Fact, content: str, vector, *, actor: str) -> N
     """One edited text replaces both: the old fact takes it (re-embedded), the new one is kept as history in it."""
     before = snapshot(old)
     old.content, old.embedding, old.embedding_model = content, vector, active_embedding_model()
+    if vector is None:  # the embedder failed: found by keywords until the sweep embeds it
+        old.embedding_model, old.embedding_pending = "", Fact.EmbeddingPending.EMBED
+        old.embedding_attempts, old.embedding_next_attempt_at = 0, timezone.now()
+        facts_embed_after_commit([old.pk])
     old.confidence = max(old.confidence, new.confidence)
     old.save()
     record_event(old, FactEvent.Action.MERGED, actor, before=before, after={**snapshot(old), "merged": new.content})

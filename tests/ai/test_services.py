@@ -7,15 +7,21 @@ import pytest
 from django.core.management import call_command
 from pgvector.django import CosineDistance
 
+from ai import services as ai_services
 from ai.checks import check_embedding_dimensions, embedding_dimension_problems, vector_columns
+from ai.errors import AIProviderError
 from ai.models import EmbeddingCache
 from ai.services import (
+    EMBEDDINGS,
     TENANT_TEXT,
     active_embedding_model,
     cache_stats_of,
     embed_query,
     embed_texts,
     embedding_cache_erase_user,
+    embedding_probe,
+    provider_report,
+    provider_state,
 )
 from facts.models import Fact
 from tests.factories import make_fact, make_tenant
@@ -158,3 +164,41 @@ def test_a_changed_dimension_setting_is_reported_and_reembed_fixes_it(settings, 
 
     assert embedding_dimension_problems() == []
     assert len(Fact.objects.get().embedding) == 8
+
+
+@pytest.mark.usefixtures("openai_settings")
+class TestProviderState:
+    def test_failures_are_counted_from_the_first_until_a_success(self, fake_openai):
+        fake_openai.go_down("/v1/embeddings")
+        for _ in range(2):
+            with pytest.raises(AIProviderError):
+                embed_texts(["one"], tenant=None, user_id=None)
+        failing = provider_state(EMBEDDINGS)
+        fake_openai.recover()
+        embed_texts(["two"], tenant=None, user_id=None)
+        back = provider_state(EMBEDDINGS)
+
+        assert failing.failing
+        assert failing.consecutive_failures == 2
+        assert failing.failing_since < failing.last_failure_at
+        assert "503" in failing.last_error
+        assert not back.failing
+        assert back.failing_since is None
+        assert back.last_success_at > failing.last_failure_at
+        assert provider_report(EMBEDDINGS)["status"] == "ok"
+
+    def test_a_probe_does_not_call_a_provider_that_just_failed(self, fake_openai, monkeypatch):
+        fake_openai.go_down("/v1/embeddings")
+        with pytest.raises(AIProviderError):
+            embed_texts(["one"], tenant=None, user_id=None)
+        calls = len(fake_openai.requests_to("/v1/embeddings"))
+
+        embedding_probe()  # within PROBE_AFTER_SECONDS of the failure
+        held_back = len(fake_openai.requests_to("/v1/embeddings"))
+        monkeypatch.setattr(ai_services, "PROBE_AFTER_SECONDS", 0)
+        fake_openai.recover()
+        embedding_probe()
+
+        assert held_back == calls
+        assert len(fake_openai.requests_to("/v1/embeddings")) > calls
+        assert not provider_state(EMBEDDINGS).failing

@@ -94,16 +94,16 @@ def test_the_status_moves_from_pending_to_running_to_done(tenant, monkeypatch):
 
 def test_a_run_that_dies_mid_way_writes_no_fact_and_the_rerun_extracts_each_fact_once(tenant, monkeypatch):
     episode = store(tenant, TURN_1).episode  # tasks queued after commit never run here: the test calls them
-    real_remember = facts.services.extraction.fact_remember
+    real_written = facts.services.extraction.fact_written
     calls = []
 
-    def dies_on_the_second_fact(**kwargs):
-        calls.append(kwargs["content"])
+    def dies_on_the_second_fact(judged, **kwargs):
+        calls.append(judged.fact.content)
         if len(calls) == 2:
             raise MemoryError("worker killed")  # the first fact is already written in this transaction
-        return real_remember(**kwargs)
+        return real_written(judged, **kwargs)
 
-    monkeypatch.setattr(facts.services.extraction, "fact_remember", dies_on_the_second_fact)
+    monkeypatch.setattr(facts.services.extraction, "fact_written", dies_on_the_second_fact)
     assert episode_extract(episode_id=episode.pk) == "failed"  # recorded, not raised: the schedule retries it
 
     assert not Fact.objects.exists()
@@ -111,7 +111,7 @@ def test_a_run_that_dies_mid_way_writes_no_fact_and_the_rerun_extracts_each_fact
     assert (episode.extraction_status, episode.extracted_message_count) == ("failed", 0)
     assert "worker killed" in episode.extraction_error
 
-    monkeypatch.setattr(facts.services.extraction, "fact_remember", real_remember)
+    monkeypatch.setattr(facts.services.extraction, "fact_written", real_written)
     assert episode_extract(episode_id=episode.pk) == "done"
     assert episode_extract(episode_id=episode.pk) == "up to date"  # a duplicate delivery does nothing
     assert sorted(Fact.objects.values_list("content", flat=True)) == [

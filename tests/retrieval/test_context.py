@@ -91,7 +91,7 @@ class TestApi:
         response = api.post("/api/v1/facts/search", {"user_id": "u1", "query": "anything"}, format="json")
 
         assert response.status_code == 200
-        assert response.json() == {"results": []}
+        assert response.json() == {"results": [], "degraded": []}
 
     @pytest.mark.parametrize(
         ("payload", "field"),

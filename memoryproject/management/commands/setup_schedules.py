@@ -52,6 +52,15 @@ def schedules() -> list[dict]:
             "minutes": 1,
             "at": None,
         },
+        {
+            # Facts stored while the embedder failed whose next attempt is due (their queued task was lost, or
+            # failed and backs off), embedded in batches and judged.
+            "name": "facts-embed-sweep",
+            "func": "facts.tasks.facts_embed_sweep",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "at": None,
+        },
     ]
 
 
