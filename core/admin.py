@@ -41,17 +41,19 @@ class ServiceFormAdmin:
     """Mixin of a ModelAdmin whose save_model writes through a service: what the service refuses
     (ApplicationError, ValidationError) is shown on the form like any other validation error, and nothing is saved.
 
-    The refused write goes back with the admin's transaction; the form is then validated again, this time with the
-    service's reasons attached, and shown as an invalid form is."""
+    A POST runs without the admin's own transaction: the service is all or nothing by itself, and it embeds and
+    judges before it opens its transaction, which an outer one would hold open across those slow calls. A refused
+    write has written nothing; the form is then validated again, this time with the service's reasons attached,
+    and shown as an invalid form is."""
 
     def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
         if request.method != "POST":
             return super().changeform_view(request, object_id, form_url, extra_context)
         try:
-            return super().changeform_view(request, object_id, form_url, extra_context)
+            return self._changeform_view(request, object_id, form_url, extra_context)
         except (ApplicationError, ValidationError) as exc:
             request.service_refusal = exc
-            return super().changeform_view(request, object_id, form_url, extra_context)
+            return self._changeform_view(request, object_id, form_url, extra_context)
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         form_class = super().get_form(request, obj, change=change, **kwargs)

@@ -6,13 +6,14 @@ import json
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
+from django.db import connection
 from django.test import Client
 
 from ai.services import active_embedding_model
 from core.validation import IDENTIFIER_MESSAGE
 from episodes.models import Episode
 from facts.models import Fact, FactConflict, FactEvent
-from facts.services import UPDATABLE_FIELDS, fact_approve, fact_remember, fact_update
+from facts.services import UPDATABLE_FIELDS, edits, fact_approve, fact_remember, fact_update, remember
 from tenancy.services import tenant_membership_add
 from tests.factories import make_tenant
 
@@ -90,6 +91,33 @@ def events(fact_id) -> list[tuple[str, str]]:
 def action_names(response) -> list[str]:
     form = response.context["action_form"]
     return [] if form is None else [name for name, _ in form.fields["action"].choices if name]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_adding_and_editing_in_the_admin_embed_outside_any_transaction(monkeypatch):
+    tenant, _ = make_tenant()
+    user = get_user_model().objects.create_superuser("root", password="pw")
+    tenant_membership_add(tenant=tenant, user=user)
+    client = Client()
+    client.force_login(user)
+    in_transaction = []
+
+    def spy(real):
+        def embed(*args, **kwargs):
+            in_transaction.append(connection.in_atomic_block)
+            return real(*args, **kwargs)
+
+        return embed
+
+    monkeypatch.setattr(remember, "embed_query", spy(remember.embed_query))
+    monkeypatch.setattr(edits, "embed_query", spy(edits.embed_query))
+
+    client.post("/admin/facts/fact/add/", form_data(tenant=tenant.pk, user_id="u1", content="Prefers green tea"))
+    fact = Fact.objects.get(tenant=tenant)
+    client.post(f"/admin/facts/fact/{fact.pk}/change/", form_data(fact, content="Prefers jasmine tea"))
+
+    assert Fact.objects.get(pk=fact.pk).content == "Prefers jasmine tea"
+    assert in_transaction == [False, False]
 
 
 class TestAdd:
