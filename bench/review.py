@@ -21,7 +21,7 @@ from django.db import connection
 from django.test import Client, override_settings
 from django.utils import timezone
 
-from episodes.models import Episode
+from episodes.services import episode_store
 from facts.models import Fact, FactConflict
 from facts.services import facts_import
 from tenancy.services import tenant_create, tenant_membership_add
@@ -41,9 +41,7 @@ def load(tenant, *, pending: int, users: int, conflicts: int, rng: random.Random
             {"role": ("user", "assistant")[n % 2], "content": " ".join(rng.sample(WORDS, 12)), "timestamp": None}
             for n in range(120)
         ]
-        episodes[user_id] = Episode.objects.create(
-            tenant=tenant, user_id=user_id, session_id="s1", messages=messages, message_count=len(messages)
-        )
+        episodes[user_id] = episode_store(tenant=tenant, user_id=user_id, session_id="s1", messages=messages).episode
     active = [
         {"user_id": user_id, "content": f"Prefers {' '.join(rng.sample(WORDS, 5))}"}
         for user_id in user_ids

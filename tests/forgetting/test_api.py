@@ -5,6 +5,7 @@ from datetime import timedelta
 import pytest
 
 from episodes.models import Episode
+from episodes.services import episode_store
 from facts.models import Fact, FactConflict, FactEvent
 from forgetting.models import ForgetPolicy
 from forgetting.services import forget_policy_apply
@@ -181,7 +182,7 @@ class TestUserErasure:
         api.post("/api/v1/facts", {"user_id": "u1", "content": "Lives in Berlin"}, format="json")
         api.post("/api/v1/facts", {"user_id": "u1", "content": "Lives in Paris"}, format="json")
         api.post("/api/v1/facts", {"user_id": "u1", "content": "Lives in Rome", "confidence": 0.5}, format="json")
-        Episode.objects.create(tenant=tenant, user_id="u1", session_id="s1", messages=[{"role": "user"}])
+        episode_store(tenant=tenant, user_id="u1", session_id="s1", messages=[{"role": "user", "content": "Hi"}])
         add(tenant, "Another user's fact", user_id="u2")
         add(other_tenant_and_key[0], "Same user id at another tenant", user_id="u1")
         Episode.objects.create(tenant=other_tenant_and_key[0], user_id="u1", session_id="s1")
