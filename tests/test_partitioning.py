@@ -22,6 +22,7 @@ GLOBAL_MODELS = {
 UNIQUE_WITHOUT_TENANT = {
     ("tenancy.ApiKey", ("key_hash",)): "a key is looked up before its tenant is known: ApiKey stays a reference table",
     ("kb.KBChunk", ("document", "ordinal")): "becomes (tenant, document, ordinal)",
+    ("episodes.EpisodeMessage", ("episode", "position")): "becomes (tenant, episode, position)",
 }
 # Indexes that do not start with tenant_id: per-chunk vector and text indexes, searched within a tenant's rows
 # (a partitioned index per partition keeps them per tenant), and the single-column foreign key indexes below.
