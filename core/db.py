@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import psycopg
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import Field, Model
 from pgvector.django import VectorField
 
@@ -101,3 +101,20 @@ def database_status() -> DatabaseStatus:
     except DatabaseError as exc:
         return DatabaseStatus(reachable=False, error=str(exc).strip().splitlines()[0])
     return DatabaseStatus(reachable=True, server_version=server_version, pgvector_version=row and row[0])
+
+
+# SQLSTATEs of a connection that is gone: class 08 (connection exception), and the server shutting down or starting.
+_CONNECTION_LOST_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """`exc` says the database cannot be reached (down, restarting, the connection killed), not that a statement
+    failed: a request that meets it may succeed when retried (the next one reconnects)."""
+    if isinstance(exc, InterfaceError):
+        return True  # "the connection is closed": a connection that died earlier in the request
+    if not isinstance(exc, OperationalError):
+        return False
+    cause = exc.__cause__
+    state = getattr(cause, "sqlstate", None)
+    # No SQLSTATE: the client's own errors (connection refused, server closed the connection, pool timeout).
+    return isinstance(cause, psycopg.Error) and (state is None or state.startswith(_CONNECTION_LOST_STATES))
