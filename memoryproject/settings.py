@@ -129,6 +129,9 @@ if env("DATABASE_REPLICA_URL", default=""):
         "CONN_HEALTH_CHECKS": DATABASES["default"]["CONN_HEALTH_CHECKS"],
     }
     DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
+for _database in DATABASES.values():  # PostgreSQL that reconnects after a lost connection (a worker's, too)
+    if _database["ENGINE"] == "django.db.backends.postgresql":
+        _database["ENGINE"] = "memoryproject.db_backend"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -1,7 +1,8 @@
 from django.conf import settings
-from django.db.backends.postgresql import base as postgresql
 
-from .server import SUPERUSER, ensure_running, restart_if_dead
+from memoryproject.db_backend import base as postgresql
+
+from .server import SUPERUSER, EmbeddedPostgresError, ensure_running, restart_if_dead
 
 
 class DatabaseWrapper(postgresql.DatabaseWrapper):
@@ -17,10 +18,17 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
     def get_new_connection(self, conn_params):
         if self.pool is not None:
             # A pool would wait out its timeout for a server that is gone: look first (one /proc read).
-            restart_if_dead(settings.EMBEDDED_PG_DATA_DIR)
+            self._restart_if_dead()
         try:
             return super().get_new_connection(conn_params)
         except self.Database.OperationalError:
-            if not restart_if_dead(settings.EMBEDDED_PG_DATA_DIR):
+            if not self._restart_if_dead():
                 raise
         return super().get_new_connection(conn_params)
+
+    def _restart_if_dead(self) -> bool:
+        try:
+            return restart_if_dead(settings.EMBEDDED_PG_DATA_DIR)
+        except EmbeddedPostgresError as exc:
+            # A connection error like any other (the caller answers 503 and the next connection tries again).
+            raise self.Database.OperationalError(str(exc)) from exc
