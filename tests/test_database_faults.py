@@ -19,12 +19,14 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
+from django import db
 from django.conf import settings
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.models import OrmQ, Task
 from django_q.tasks import async_task
 
+from core.db import is_database_unavailable
 from tests.episodes.factories import conversation
 from tests.external_postgres import current_database_url
 from tests.redis_server import redis_server
@@ -40,11 +42,11 @@ def migrated(tmp_path_factory) -> tuple[Path, str]:
     """A migrated embedded data folder with one tenant, and the tenant's API key (the server stopped after)."""
     folder = tmp_path_factory.mktemp("template")
     env = server_env(folder)
-    manage = [sys.executable, "manage.py"]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, cwd=ROOT, check=True, capture_output=True)
-    created = subprocess.run(
-        [*manage, "create_tenant", "faults"], env=env, cwd=ROOT, check=True, capture_output=True, text=True
-    )
+    for command in (["migrate", "--noinput"], ["create_tenant", "faults"]):
+        created = subprocess.run(
+            [sys.executable, "manage.py", *command], env=env, cwd=ROOT, capture_output=True, text=True
+        )
+        assert created.returncode == 0, created.stderr[-3000:]
     return folder / "pgdata", created.stdout.strip().splitlines()[-1]
 
 
@@ -341,3 +343,21 @@ def test_sigterm_stops_qcluster_by_the_timeout_of_a_task_that_runs_longer(tmp_pa
     # SIGTERM: the ORM broker keeps it queued for its retry (Q_RETRY); Redis, which popped it, only records the failure
     assert list(Task.objects.values_list("name", "success")) == [("too-long", False)]
     assert queued_names() == ([] if broker else ["too-long"])
+
+
+@pytest.mark.parametrize(
+    ("error", "cause", "unavailable"),
+    [
+        (db.OperationalError, psycopg.OperationalError("connection refused"), True),  # no SQLSTATE: the client's
+        (db.OperationalError, psycopg.errors.AdminShutdown("terminating connection"), True),  # 57P01
+        (db.OperationalError, psycopg.errors.CannotConnectNow("the database system is starting up"), True),
+        (db.InterfaceError, psycopg.InterfaceError("the connection is closed"), True),
+        (db.OperationalError, psycopg.errors.QueryCanceled("statement timeout"), False),  # 57014: the statement
+        (db.OperationalError, psycopg.errors.LockNotAvailable("lock timeout"), False),
+        (db.IntegrityError, psycopg.errors.UniqueViolation("duplicate key"), False),
+    ],
+)
+def test_only_a_lost_or_refused_connection_is_database_unavailable(error, cause, unavailable):
+    wrapped = error(str(cause))
+    wrapped.__cause__ = cause
+    assert is_database_unavailable(wrapped) is unavailable

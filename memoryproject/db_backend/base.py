@@ -9,6 +9,9 @@ class DatabaseWrapper(postgresql.DatabaseWrapper):
     "the connection is closed" until its scheduler, every 30 s, happened to close it."""
 
     def _cursor(self, name=None):
-        if self.connection is not None and self.errors_occurred and not self.in_atomic_block and not self.is_usable():
-            self.close()  # the errors were the connection's: open a new one instead of failing on it again
+        if self.connection is not None and self.errors_occurred and not self.in_atomic_block:
+            if self.is_usable():
+                self.errors_occurred = False  # a statement failed, not the connection: check once, not every time
+            else:
+                self.close()  # the errors were the connection's: open a new one instead of failing on it again
         return super()._cursor(name)
