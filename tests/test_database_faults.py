@@ -5,6 +5,7 @@ serve` with its database and `manage.py qcluster` within its timeout, the task i
 Every server here runs on its own copy of one migrated data folder: the suite's own database is never touched,
 except by the qcluster tests, which only queue and run tasks on it."""
 
+import contextlib
 import json
 import os
 import signal
@@ -62,7 +63,10 @@ def own_database(migrated, tmp_path):
     yield tmp_path / "pgdata", key
     while _started:
         process = _started.pop()
-        if process.poll() is None:
+        if process.poll() is None:  # serve's children have sessions of their own: kill each group
+            for child in psutil.Process(process.pid).children(recursive=True):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(child.pid, signal.SIGKILL)
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=10)
     if postmaster_running(tmp_path / "pgdata"):
@@ -355,9 +359,12 @@ def test_sigterm_stops_qcluster_by_the_timeout_of_a_task_that_runs_longer(tmp_pa
         (db.OperationalError, psycopg.errors.QueryCanceled("statement timeout"), False),  # 57014: the statement
         (db.OperationalError, psycopg.errors.LockNotAvailable("lock timeout"), False),
         (db.IntegrityError, psycopg.errors.UniqueViolation("duplicate key"), False),
+        (None, psycopg.OperationalError("sending copy data failed"), True),  # psycopg's, from a raw cursor
+        (None, psycopg.errors.QueryCanceled("statement timeout"), False),
     ],
 )
 def test_only_a_lost_or_refused_connection_is_database_unavailable(error, cause, unavailable):
-    wrapped = error(str(cause))
-    wrapped.__cause__ = cause
+    wrapped = error(str(cause)) if error else cause
+    if error:
+        wrapped.__cause__ = cause
     assert is_database_unavailable(wrapped) is unavailable
