@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import psycopg
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, InterfaceError, OperationalError, connection
 from django.db.models import Field, Model
 from pgvector.django import VectorField
 
@@ -65,7 +65,9 @@ def copy_insert(model: type[Model], objs: Sequence[Model], fields: Sequence[str]
         columns = ", ".join(quote(column) for column in [meta.pk.column, *(f.column for f in model_fields)])
         # Vectors go as the bytes of pgvector's binary form; everything else psycopg dumps by column type.
         to_wire = [vector_binary if isinstance(field, VectorField) else None for field in model_fields]
-        with cursor.cursor.copy(f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)") as copy:
+        copy_sql = f"COPY {quote(meta.db_table)} ({columns}) FROM STDIN (FORMAT BINARY)"
+        # psycopg's own cursor: wrapped, so that its errors are Django's (and mark the connection) like any other.
+        with connection.wrap_database_errors, cursor.cursor.copy(copy_sql) as copy:
             copy.set_types([_copy_type(field) for field in [meta.pk, *model_fields]])
             for obj in objs:
                 row = [obj.pk]
@@ -101,3 +103,20 @@ def database_status() -> DatabaseStatus:
     except DatabaseError as exc:
         return DatabaseStatus(reachable=False, error=str(exc).strip().splitlines()[0])
     return DatabaseStatus(reachable=True, server_version=server_version, pgvector_version=row and row[0])
+
+
+# SQLSTATEs of a connection that is gone: class 08 (connection exception), and the server shutting down or starting.
+_CONNECTION_LOST_STATES = ("08", "57P01", "57P02", "57P03")
+
+
+def is_database_unavailable(exc: BaseException) -> bool:
+    """`exc` says the database cannot be reached (down, restarting, the connection killed), not that a statement
+    failed: a request that meets it may succeed when retried (the next one reconnects). Django's errors, or
+    psycopg's own from a raw cursor."""
+    if isinstance(exc, InterfaceError | psycopg.InterfaceError):
+        return True  # "the connection is closed": a connection that died earlier in the request
+    error = exc.__cause__ if isinstance(exc, OperationalError) else exc
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    # No SQLSTATE: the client's own errors (connection refused, server closed the connection, pool timeout).
+    return error.sqlstate is None or error.sqlstate.startswith(_CONNECTION_LOST_STATES)

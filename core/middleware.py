@@ -9,6 +9,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 
 from .api_errors import error_body
+from .db import is_database_unavailable
 from .metrics import request_observe
 from .request_context import request_id_from, request_id_var, route_of, route_var, tenant_id_var
 
@@ -109,6 +110,13 @@ class ApiErrorMiddleware:
             return None
         if isinstance(exception, RequestDataTooBig):
             return _payload_too_large(settings.API_MAX_BODY_BYTES)
+        if is_database_unavailable(exception):
+            logger.warning("Database unavailable on %s %s: %s", request.method, route_of(request), exception)
+            response = api_error_response(
+                503, "The database cannot be reached right now; retry shortly.", code="database_unavailable"
+            )
+            response["Retry-After"] = "1"
+            return response
         logger.error("Unhandled error on %s %s", request.method, route_of(request), exc_info=exception)
         return api_error_response(500, "The server failed to answer this request; the error is logged.")
 

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "memoryproject.worker",  # before django_q: its qcluster command stops within the timeout on SIGTERM
     "django_q",
     "memoryproject",
     "tenancy",
@@ -115,6 +116,9 @@ if DATABASE_POOL:
     }
 else:
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=0)
+# A kept connection (CONN_MAX_AGE, or the pool's) is checked before a request uses it, so one that died with a database
+# restart is replaced instead of failing the request (the pool checks on checkout: ~0.1 ms, one round trip).
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = env.bool("DATABASE_CONN_HEALTH_CHECKS", default=True)
 # Behind PgBouncer in transaction mode a server-side cursor (what .iterator() uses) cannot outlive its transaction.
 DATABASES["default"]["DISABLE_SERVER_SIDE_CURSORS"] = env.bool("DATABASE_DISABLE_SERVER_SIDE_CURSORS", default=False)
 # A streaming replica of the primary: the API's reads (lists, gets, searches, context) go there (core.replicas).
@@ -122,8 +126,12 @@ if env("DATABASE_REPLICA_URL", default=""):
     DATABASES["replica"] = {
         **database_from_url(env("DATABASE_REPLICA_URL"), variable="DATABASE_REPLICA_URL"),
         "CONN_MAX_AGE": DATABASES["default"].get("CONN_MAX_AGE", 0),
+        "CONN_HEALTH_CHECKS": DATABASES["default"]["CONN_HEALTH_CHECKS"],
     }
     DATABASE_ROUTERS = ["core.replicas.ReplicaRouter"]
+for _database in DATABASES.values():  # PostgreSQL that reconnects after a lost connection (a worker's, too)
+    if _database["ENGINE"] == "django.db.backends.postgresql":
+        _database["ENGINE"] = "memoryproject.db_backend"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

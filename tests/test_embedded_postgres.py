@@ -1,6 +1,7 @@
 """The embedded PostgreSQL + pgvector: what the whole project stands on."""
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -156,3 +157,28 @@ def test_server_that_fails_to_start_names_the_cause(tmp_path):
     [line] = result.stderr.strip().splitlines()
     assert line.startswith(f"error: embedded PostgreSQL in {broken} failed to start:")
     assert "postgresql.conf" in line
+
+
+@pytest.mark.slow
+def test_sigterm_to_the_last_process_stops_the_server(tmp_path):
+    data_dir = tmp_path / "pgdata"
+    # Given a process (a management command, say) that joined the server and is busy
+    process = run_python(
+        CONNECT
+        + """
+    import time
+    print("joined", flush=True)
+    time.sleep(120)
+    """,
+        data_dir,
+    )
+    assert process.stdout.readline().strip() == "joined", process.stderr.read()
+    assert server_running(data_dir)
+
+    # When a process manager sends it SIGTERM
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=60)
+
+    # Then it left through its exit hooks, and as the last user it stopped the server
+    assert process.returncode == 128 + signal.SIGTERM
+    assert not server_running(data_dir)

@@ -1,3 +1,4 @@
+import contextlib
 import os
 import signal
 import subprocess
@@ -11,8 +12,8 @@ from django.core.management.base import BaseCommand
 class Command(BaseCommand):
     help = (
         "Run the web server (gunicorn with gunicorn.conf.py, as in production: API + admin + static files) and the "
-        "django-q cluster together; Ctrl-C or SIGTERM stops both. They share the embedded PostgreSQL, which stops "
-        "when the last of them exits."
+        "django-q cluster together; Ctrl-C or SIGTERM stops both (SIGTERM gracefully: requests and the task in hand "
+        "finish). They share the embedded PostgreSQL, which stops when the last of them exits."
     )
 
     def add_arguments(self, parser):
@@ -27,8 +28,9 @@ class Command(BaseCommand):
             commands["worker"] = [*manage, "qcluster"]
         # Handled explicitly: a shell may start us with SIGINT ignored, and SIGTERM should stop cleanly too
         # (set before starting children, which would inherit an ignored SIGINT).
-        signal.signal(signal.SIGINT, _interrupt)
-        signal.signal(signal.SIGTERM, _interrupt)
+        received = []
+        signal.signal(signal.SIGINT, lambda signum, frame: _interrupt(signum, received))
+        signal.signal(signal.SIGTERM, lambda signum, frame: _interrupt(signum, received))
         # Own sessions: Ctrl-C reaches only us, and we stop the children once, in order.
         # The web server's workers add up their metrics in one folder (the worker's process keeps its own, unused).
         metrics_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR") or str(settings.BASE_DIR / "var" / "prometheus")
@@ -50,27 +52,34 @@ class Command(BaseCommand):
         except KeyboardInterrupt:
             pass
         finally:
-            _stop(children.values())
+            # Each child's own bound: gunicorn's graceful timeout for its requests, the cluster's task timeout.
+            bounds = {"web": int(os.environ.get("WEB_GRACEFUL_TIMEOUT", "30")), "worker": settings.Q_CLUSTER["timeout"]}
+            _stop(children, bounds, received[0] if received else signal.SIGTERM)
+            if settings.DATABASES["default"]["ENGINE"] == "memoryproject.embedded_postgres":
+                # A child killed after its bound could not stop the shared server: stop it if nobody uses it.
+                from memoryproject.embedded_postgres.server import stop_if_unused
+
+                stop_if_unused(settings.EMBEDDED_PG_DATA_DIR)
         if exit_code:
             sys.exit(exit_code)
 
 
-def _interrupt(signum, frame):
+def _interrupt(signum, received: list) -> None:
+    received.append(signum)
     raise KeyboardInterrupt
 
 
-def _stop(children) -> None:
-    """SIGINT first (what Ctrl-C sends, so each child cleans up), then terminate, then kill."""
-    for child in children:
+def _stop(children: dict[str, subprocess.Popen], bounds: dict[str, int], signum: int) -> None:
+    """Pass the signal on (SIGINT: stop at once, SIGTERM: gracefully), wait for each child up to its bound (and a
+    margin), then kill what is left of it: its whole process group, so no django-q process outlives it."""
+    for child in children.values():
         if child.poll() is None:
-            child.send_signal(signal.SIGINT)
-    deadline = time.monotonic() + 15
-    for child in children:
+            child.send_signal(signum)
+    started = time.monotonic()
+    for name, child in children.items():
         try:
-            child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            child.wait(timeout=max(0.1, started + bounds[name] + 10 - time.monotonic()))
         except subprocess.TimeoutExpired:
-            child.terminate()
-            try:
-                child.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                child.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait(timeout=10)

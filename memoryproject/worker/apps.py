@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class WorkerConfig(AppConfig):
+    name = "memoryproject.worker"
+    label = "memoryproject_worker"
