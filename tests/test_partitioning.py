@@ -36,6 +36,7 @@ INDEXES_WITHOUT_TENANT_FIRST = {
 FOREIGN_KEYS_TO_WIDEN = {
     ("facts.Fact", "source_episode"), ("facts.Fact", "superseded_by"), ("facts.FactConflict", "existing_fact"),
     ("facts.FactConflict", "new_fact"), ("kb.KBChunk", "document"), ("kb.DocumentIndexing", "document"),
+    ("episodes.EpisodeMessage", "episode"),
 }  # fmt: skip
 
 
