@@ -26,7 +26,7 @@ Scenarios
 --quick shrinks everything (10 agents x 15 s, a 1 MB upload, 300 turns): one to two minutes a scenario.
 
 The server gets this process's environment under the settings above, so serving settings can be compared:
-`DATABASE_CONN_MAX_AGE=60 bench/load.py --quick` (a new PostgreSQL backend per request costs about as much CPU as
+`DATABASE_CONN_MAX_AGE=0 bench/load.py --quick` (a new PostgreSQL backend per request costs about as much CPU as
 the request itself), `WEB_WORKERS=3`, `--embedder local` (the bundled model instead of the fake, no faults).
 
 Prints a table per run (route, count, p50/p95/p99 ms, errors) and writes the figures to var/bench/load-*.json.

@@ -67,7 +67,7 @@ def run_round(pool: bool, key: str, clients: int, requests: int) -> tuple[float,
         "API_THROTTLE_BURST": "",  # one key sends everything: measure the database, not the throttle
         "API_THROTTLE_RATE": "",
     }
-    env.pop("DATABASE_CONN_MAX_AGE", None)
+    env["DATABASE_CONN_MAX_AGE"] = "0"  # without the pool: a new connection per request, as before the pool
     server = subprocess.Popen(
         [sys.executable, str(settings.BASE_DIR / "manage.py"), "runserver", f"127.0.0.1:{port}", "--noreload"],
         env=env,
