@@ -1,9 +1,11 @@
 import pytest
+from django_q.conf import Conf
 
 from ai.services import provider_states_reset
 from tests.factories import client_with_key, make_tenant
 from tests.fake_openai import API_KEY as FAKE_API_KEY
 from tests.fake_openai import FakeOpenAI
+from tests.redis_server import redis_server
 
 
 @pytest.fixture(autouse=True)
@@ -55,3 +57,18 @@ def openai_settings(settings, fake_openai):
     settings.OPENAI_MAX_RETRIES = 2
     settings.OPENAI_TIMEOUT = 5.0
     return settings
+
+
+@pytest.fixture(params=["orm", "redis"])
+def broker(request, tmp_path, monkeypatch):
+    """The broker this process queues into, as `settings` would configure it: {} for the ORM broker, or the
+    REDIS_URL of a real Redis started for the test."""
+    monkeypatch.setattr(Conf, "SYNC", False)  # queue into the broker, as in production
+    if request.param == "orm":
+        yield {}
+        return
+    with redis_server(tmp_path) as url:
+        monkeypatch.setattr(Conf, "BROKER_CLASS", None)
+        monkeypatch.setattr(Conf, "ORM", None)
+        monkeypatch.setattr(Conf, "REDIS", url)
+        yield {"REDIS_URL": url}

@@ -30,7 +30,6 @@ from django_q.tasks import async_task
 from core.db import is_database_unavailable
 from tests.episodes.factories import conversation
 from tests.external_postgres import current_database_url
-from tests.redis_server import redis_server
 from tests.test_serve import free_port, server_env, wait_for_health
 
 ROOT = Path(settings.BASE_DIR)
@@ -263,20 +262,6 @@ def pg_ctl(data_dir: Path, *args: str) -> None:
         check=True,
         capture_output=True,
     )
-
-
-@pytest.fixture(params=["orm", "redis"])
-def broker(request, tmp_path, monkeypatch):
-    """The broker this process queues into and the cluster reads: {} for the ORM broker, or a real Redis."""
-    monkeypatch.setattr(Conf, "SYNC", False)
-    if request.param == "orm":
-        yield {}
-        return
-    with redis_server(tmp_path) as url:
-        monkeypatch.setattr(Conf, "BROKER_CLASS", None)
-        monkeypatch.setattr(Conf, "ORM", None)
-        monkeypatch.setattr(Conf, "REDIS", url)
-        yield {"REDIS_URL": url}
 
 
 def qcluster(tmp_path, broker: dict, timeout: int) -> tuple[subprocess.Popen, Path]:

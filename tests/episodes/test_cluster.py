@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django_q.brokers import get_broker
-from django_q.conf import Conf
 from django_q.models import Success
 
 from episodes.models import Episode
@@ -20,26 +19,10 @@ from facts.models import Fact
 from tests.episodes.factories import TURN_1, TURN_2, conversation
 from tests.external_postgres import current_database_url
 from tests.factories import client_with_key, make_tenant
-from tests.redis_server import redis_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]  # the cluster must see committed rows
 
 DEADLINE_SECONDS = 30  # generous for a loaded machine: the wait ends as soon as the work is done
-
-
-@pytest.fixture(params=["orm", "redis"])
-def broker(request, tmp_path, monkeypatch):
-    """The broker this process queues into, as `settings` would configure it: {} for the ORM broker, or the
-    REDIS_URL of a real Redis started for the test."""
-    monkeypatch.setattr(Conf, "SYNC", False)  # queue into the broker, as in production
-    if request.param == "orm":
-        yield {}
-        return
-    with redis_server(tmp_path) as url:
-        monkeypatch.setattr(Conf, "BROKER_CLASS", None)
-        monkeypatch.setattr(Conf, "ORM", None)
-        monkeypatch.setattr(Conf, "REDIS", url)
-        yield {"REDIS_URL": url}
 
 
 @pytest.fixture
