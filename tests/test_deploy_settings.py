@@ -2,6 +2,7 @@
 the development defaults still serve plain HTTP."""
 
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -97,3 +98,12 @@ def test_behind_the_proxy_https_is_recognised_http_redirected_and_health_exempt(
     assert secure.status_code == 200
     assert secure["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains; preload"
     assert health.status_code == 200  # load balancers probe over plain HTTP
+
+
+@pytest.mark.parametrize("example", [".env.example", ".env.production.example"])
+def test_uncommenting_a_documented_setting_gives_its_value_alone(example):
+    # python-dotenv style parsers (django-environ's) keep "10   # comment" as the value: comments go on their own line.
+    with_inline_comment = [
+        line for line in (ROOT / example).read_text().splitlines() if re.match(r"^#?\s*[A-Z][A-Z0-9_]*=\S*\s+#", line)
+    ]
+    assert with_inline_comment == []
