@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query, embed_texts
+from core.backoff import retry_delay as backoff
 from core.locks import LockNamespace, session_lock
 from facts.services import facts_extract
 
@@ -189,8 +190,11 @@ def _finish(episode_id: int, message_count: int, skip_reason: str, summary: _Sum
 
 def retry_delay(failures: int) -> timedelta:
     """The wait before the next attempt after `failures` failed runs in a row: doubling from the base, capped."""
-    base, cap = settings.EPISODES_EXTRACTION_RETRY_BASE_SECONDS, settings.EPISODES_EXTRACTION_RETRY_MAX_SECONDS
-    return timedelta(seconds=min(base * 2 ** min(max(failures - 1, 0), 32), cap))
+    return backoff(
+        failures,
+        base_seconds=settings.EPISODES_EXTRACTION_RETRY_BASE_SECONDS,
+        max_seconds=settings.EPISODES_EXTRACTION_RETRY_MAX_SECONDS,
+    )
 
 
 def _record_failure(episode_id: int, exc: Exception, now: datetime) -> None:

@@ -29,6 +29,7 @@ from django_q.tasks import async_task
 
 from ai.errors import AIProviderError
 from ai.services import TENANT_TEXT, active_embedding_model, embed_texts
+from core.backoff import retry_delay
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked, session_lock, xact_lock
 from tenancy.models import Tenant
@@ -629,8 +630,9 @@ def _record_failure(document_id: int, version: int, exc: Exception) -> str:
         if job.attempts >= settings.KB_INDEX_MAX_ATTEMPTS:
             document.status = Status.FAILED
         else:
-            delay = settings.KB_INDEX_RETRY_BASE_SECONDS * 2 ** (job.attempts - 1)
-            job.next_attempt_at = timezone.now() + timedelta(seconds=delay)
+            job.next_attempt_at = timezone.now() + retry_delay(
+                job.attempts, base_seconds=settings.KB_INDEX_RETRY_BASE_SECONDS
+            )
             job.save(update_fields=["next_attempt_at", "updated_at"])
         document.error = message
         document.save(update_fields=["status", "error", "updated_at"])

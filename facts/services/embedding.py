@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_texts
+from core.backoff import retry_delay
 from core.errors import ApplicationError
 
 from ..models import Fact
@@ -105,8 +106,11 @@ def _embed_batch(facts: list[Fact], run: EmbedRun) -> None:
 
 def embedding_retry_delay(attempts: int) -> timedelta:
     """How long after its `attempts`-th failed attempt a fact is tried again: doubling from the base, capped."""
-    base, cap = settings.FACTS_EMBED_RETRY_BASE_SECONDS, settings.FACTS_EMBED_RETRY_MAX_SECONDS
-    return timedelta(seconds=min(base * 2 ** max(attempts - 1, 0), cap))
+    return retry_delay(
+        attempts,
+        base_seconds=settings.FACTS_EMBED_RETRY_BASE_SECONDS,
+        max_seconds=settings.FACTS_EMBED_RETRY_MAX_SECONDS,
+    )
 
 
 def _postpone(facts: list[Fact]) -> None:

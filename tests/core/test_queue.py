@@ -15,9 +15,12 @@ from core.queue import OrmBroker, task_records_delete
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("broker_class", "keeps_connection"), [(OrmBroker, True), (ORM, False)])
-def test_queueing_after_commit_keeps_the_connection_only_with_our_broker(broker_class, keeps_connection):
+def test_queueing_after_commit_keeps_the_connection_only_with_our_broker(broker_class, keeps_connection, monkeypatch):
+    # A connection per request (DATABASE_CONN_MAX_AGE=0): the stock broker's close_old_connections() closes it.
+    monkeypatch.setitem(connection.settings_dict, "CONN_MAX_AGE", 0)
+    connection.close()
     connection.ensure_connection()
-    before = connection.connection  # what a request holds after its commit (autocommit, CONN_MAX_AGE=0)
+    before = connection.connection  # what a request holds after its commit (autocommit)
 
     async_task("forgetting.tasks.forget_sweep", broker=broker_class(), sync=False)
 
