@@ -7,7 +7,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models.functions import Length, Trim
+from django.db.models import Sum
+from django.db.models.functions import Coalesce, Length, Trim
 from django.utils import timezone
 
 from ai.errors import AIProviderError
@@ -100,7 +101,7 @@ def _user_chars(episode: Episode, message_count: int) -> int:
     rows = EpisodeMessage.objects.filter(
         tenant_id=episode.tenant_id, episode=episode, position__lt=message_count, role=EpisodeMessage.Role.USER
     )
-    return sum(rows.annotate(chars=Length(Trim("content"))).values_list("chars", flat=True))
+    return rows.aggregate(chars=Coalesce(Sum(Length(Trim("content"))), 0))["chars"]
 
 
 def _extract_step(episode: Episode, start: int, message_count: int) -> tuple[int, bool]:

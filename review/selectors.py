@@ -115,7 +115,9 @@ def _excerpts(facts: list[Fact]) -> dict[int, Excerpt]:
     """The excerpt of every fact that came from an episode: the episodes, then only the messages shown, one query
     each."""
     episode_ids = {fact.source_episode_id for fact in facts if fact.source_episode_id}
-    episodes = Episode.objects.filter(pk__in=episode_ids).only("id", "session_id", "message_count").in_bulk()
+    tenants = {fact.tenant_id for fact in facts}
+    episodes = Episode.objects.filter(tenant_id__in=tenants, pk__in=episode_ids)
+    episodes = episodes.only("id", "tenant_id", "session_id", "message_count").in_bulk()
     windows = {
         fact.pk: (fact, episodes[fact.source_episode_id], *excerpt_window(episodes[fact.source_episode_id], fact))
         for fact in facts
@@ -125,7 +127,7 @@ def _excerpts(facts: list[Fact]) -> dict[int, Excerpt]:
         return {}
     shown = Q()
     for _, episode, first, last in windows.values():
-        shown |= Q(episode_id=episode.pk, position__range=(first, last))
+        shown |= Q(tenant_id=episode.tenant_id, episode_id=episode.pk, position__range=(first, last))
     rows = EpisodeMessage.objects.filter(shown).only("episode", "position", "role", "content", "timestamp")
     messages = {(row.episode_id, row.position): row.as_dict() for row in rows}
     excerpts = {}

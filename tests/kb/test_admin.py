@@ -1,30 +1,16 @@
 """Staff look at documents with their chunk counts, re-index them from their files, delete them."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.test import Client
 
 from kb.loaders import load_document
 from kb.models import Document, KBChunk
 from kb.selectors import document_by_doc_id
 from kb.services import document_index, document_index_loaded
-from tenancy.services import tenant_membership_add
 from tests.factories import make_tenant
 
 pytestmark = pytest.mark.django_db
 
 GUIDE = "# Guide\n\n## Limits\n\n100 requests per minute.\n\n## Support\n\nWrite to ops.\n"
-
-
-@pytest.fixture
-def staff_of_acme(tenant):
-    user = get_user_model().objects.create_user("librarian", password="pw", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="kb"))
-    tenant_membership_add(tenant=tenant, user=user)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture

@@ -2,27 +2,13 @@
 as the API's retry."""
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
-from django.test import Client
 
 from kb.models import Document, DocumentIndexing
 from kb.services import document_index
-from tenancy.services import tenant_membership_add
 
 pytestmark = pytest.mark.django_db
 
 LONG = "# Handbook\n\n" + "On call rotates weekly. " * 60
-
-
-@pytest.fixture
-def staff_of_acme(tenant):
-    user = get_user_model().objects.create_user("librarian", password="pw", is_staff=True)
-    user.user_permissions.add(*Permission.objects.filter(content_type__app_label="kb"))
-    tenant_membership_add(tenant=tenant, user=user)
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.fixture
