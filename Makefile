@@ -13,13 +13,13 @@ export DJANGO_ENV ?= development
 help: ## Show this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,local]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,local]" -e ./clients/python
 	@touch $(STAMP)
 
-install: $(STAMP) ## Create .venv and install the project with its dev and offline-model extras
+install: $(STAMP) ## Create .venv and install the project with its dev and offline-model extras, and its Python client
 
 run: install ## Migrate, collect static files, ensure a demo tenant and admin, then serve (gunicorn + worker) on 127.0.0.1:8000
 	$(PY) manage.py migrate --noinput

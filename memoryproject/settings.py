@@ -60,6 +60,8 @@ INSTALLED_APPS = [
     "retrieval",
     "privacy",
     "review.apps.ReviewConfig",
+    "agents",
+    "mem0api",
 ]
 
 MIDDLEWARE = [

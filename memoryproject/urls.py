@@ -24,4 +24,6 @@ urlpatterns = [
     path("api/v1/", include("episodes.urls")),
     path("api/v1/", include("kb.urls")),
     path("api/v1/", include("ai.urls")),
+    path("api/v1/", include("agents.urls")),
+    path("mem0/", include("mem0api.urls")),
 ]

@@ -1,0 +1,1 @@
+"""A typed client for the memoryproject REST API, sync (`MemoryClient`) and async (`AsyncMemoryClient`)."""
