@@ -1,1 +1,111 @@
-"""A typed client for the memoryproject REST API, sync (`MemoryClient`) and async (`AsyncMemoryClient`)."""
+"""A typed client for the memoryproject REST API, sync (`MemoryClient`) and async (`AsyncMemoryClient`).
+
+from memoryproject_client import MemoryClient
+
+with MemoryClient() as client:  # MEMORYPROJECT_URL, MEMORYPROJECT_API_KEY
+    client.facts.remember("alice", "prefers PostgreSQL", category="preference")
+    context = client.context("alice", query="which database should I use?")
+"""
+
+from .__version__ import __version__
+from ._async import AsyncMemoryClient, AsyncPager
+from ._core import NOT_GIVEN, RetryPolicy
+from ._sync import MemoryClient, Pager
+from .errors import (
+    APIConnectionError,
+    AuthenticationError,
+    ConflictError,
+    MemoryProjectError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    RateLimitError,
+    ServerError,
+    UnavailableError,
+    UnsupportedMediaTypeError,
+    ValidationError,
+)
+from .types import (
+    Chunk,
+    Conflict,
+    Context,
+    Document,
+    DocumentHit,
+    EmbeddingCacheStats,
+    Episode,
+    EpisodeSearchResults,
+    EpisodeStoreResult,
+    Erasure,
+    Fact,
+    FactEvent,
+    FactImportResult,
+    FactSearchResults,
+    ForgetPolicy,
+    ForgetRun,
+    Health,
+    ImportCounts,
+    ImportReport,
+    IndexingProgress,
+    KBSearchResults,
+    Message,
+    MessageMatch,
+    Page,
+    RememberResult,
+    ScoredEpisode,
+    ScoredFact,
+    ToolResult,
+    UploadResult,
+    WhoAmI,
+)
+
+__all__ = [
+    "NOT_GIVEN",
+    "APIConnectionError",
+    "AsyncMemoryClient",
+    "AsyncPager",
+    "AuthenticationError",
+    "Chunk",
+    "Conflict",
+    "ConflictError",
+    "Context",
+    "Document",
+    "DocumentHit",
+    "EmbeddingCacheStats",
+    "Episode",
+    "EpisodeSearchResults",
+    "EpisodeStoreResult",
+    "Erasure",
+    "Fact",
+    "FactEvent",
+    "FactImportResult",
+    "FactSearchResults",
+    "ForgetPolicy",
+    "ForgetRun",
+    "Health",
+    "ImportCounts",
+    "ImportReport",
+    "IndexingProgress",
+    "KBSearchResults",
+    "MemoryClient",
+    "MemoryProjectError",
+    "Message",
+    "MessageMatch",
+    "NotFoundError",
+    "Page",
+    "Pager",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "RateLimitError",
+    "RememberResult",
+    "RetryPolicy",
+    "ScoredEpisode",
+    "ScoredFact",
+    "ServerError",
+    "ToolResult",
+    "UnavailableError",
+    "UnsupportedMediaTypeError",
+    "UploadResult",
+    "ValidationError",
+    "WhoAmI",
+    "__version__",
+]
