@@ -1,3 +1,8 @@
 from django.urls import path
 
-urlpatterns: list = []
+from . import apis
+
+urlpatterns = [
+    path("tools", apis.ToolListApi.as_view(), name="tools"),
+    path("tools/call", apis.ToolCallApi.as_view(), name="tools-call"),
+]

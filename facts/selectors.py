@@ -4,6 +4,7 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, connections
 from django.db.models import Q, QuerySet
+from django.db.models.expressions import RawSQL
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from pgvector.django import CosineDistance
@@ -57,6 +58,32 @@ def facts_active_count(*, tenant: Tenant, user_id: str, up_to: int) -> int:
     """How many current active facts the user has, counted up to `up_to` (enough to tell "few" from "enough")."""
     current = Fact.objects.filter(tenant=tenant, user_id=user_id, status=Fact.Status.ACTIVE, valid_to__isnull=True)
     return current[:up_to].count()
+
+
+def fact_of_user(*, tenant: Tenant, user_id: str, fact_id: int, agent_id: str | None = None) -> Fact | None:
+    """One fact of `tenant`'s `user_id` (and of `agent_id`, when given); None for a fact of anyone else, as for one
+    that does not exist."""
+    return facts_list(tenant=tenant, user_id=user_id, agent_id=agent_id, validity="all").filter(pk=fact_id).first()
+
+
+def facts_most_important(
+    *, tenant: Tenant, user_id: str, limit: int, agent_id: str | None = None, now=None
+) -> list[Fact]:
+    """The user's current active facts that matter most when there is no query yet (an agent's first look at its
+    user): pinned first, then by (0.5 + 0.5 x confidence) x ln(2 + usage_count) x the search's recency decay, newest
+    first on a tie. usage_count is how often the fact was picked *by relevance* for a prompt (/context, search): the
+    facts a user's conversations keep needing; its logarithm lets confidence and recency still count. Decay follows
+    FACTS_SEARCH_HALF_LIFE_DAYS, since the fact was last used or learned, as in facts_search."""
+    half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS
+    last_seen = "coalesce(last_used_at, occurred_at, valid_from)"
+    decay, params = "1", []
+    if half_life_days:
+        decay = f"power(0.5, greatest(0, extract(epoch from (%s::timestamptz - {last_seen}))) / %s)"
+        params = [now or timezone.now(), half_life_days * 86400]
+    importance = RawSQL(f"(0.5 + 0.5 * confidence) * ln(2 + usage_count) * {decay}", params)
+    current = facts_list(tenant=tenant, user_id=user_id, statuses=[Fact.Status.ACTIVE], agent_id=agent_id)
+    ranked = current.annotate(importance=importance, last_seen=RawSQL(last_seen, []))
+    return list(ranked.order_by("-pinned", "-importance", "-last_seen", "-id")[:limit])
 
 
 @dataclass(frozen=True)

@@ -86,4 +86,13 @@ REQUEST_EXAMPLES: dict[str, dict] = {
     "kb_search": {"body": {"query": "how do I roll back a deploy?", "limit": 3}},
     # privacy
     "users_erase": {"parameters": {"user_id": "alice"}},
+    # agent tools
+    "tools_list": {"parameters": {"format": "anthropic"}},
+    "tools_call": {
+        "body": {
+            "user_id": "alice",
+            "name": "memory_search",
+            "arguments": '{"query": "which database does she prefer?", "limit": 5}',
+        }
+    },
 }

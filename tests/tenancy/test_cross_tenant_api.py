@@ -74,6 +74,10 @@ REQUESTS = {
     ("kb-document-detail", "DELETE"): {},
     ("kb-document-retry", "POST"): {},
     ("kb-search", "POST"): {"data": {"query": "deploy PostgreSQL Fridays green tea"}},
+    ("tools", "GET"): {"query": {"format": "anthropic"}},
+    ("tools-call", "POST"): {
+        "data": {"user_id": USER_ID, "name": "memory_search", "arguments": {"query": SEARCH["query"]}}
+    },
 }
 
 
