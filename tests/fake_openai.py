@@ -1,6 +1,7 @@
 """A real HTTP server speaking the OpenAI embeddings and chat-completions wire format, for tests and benchmarks.
 
-Vectors are deterministic (feature hashing of the input); chat replies are scripted; failures (status codes,
+Vectors are deterministic (feature hashing of the input); chat replies are scripted (text, or tool calls:
+`tool_calls_reply`); every request is recorded with its body (`requests_to`); failures (status codes,
 delays, wrong vector sizes) can be queued for the next requests; an outage (every request to some paths fails
 until recovered) can be switched on; chat replies can be held on a gate until released.
 """
@@ -75,9 +76,10 @@ class FakeOpenAI:
     def release_chat(self) -> None:
         self._chat_gate.set()
 
-    def reply_next(self, *contents: str) -> None:
-        """Queue chat replies (the assistant message's content), one per chat request."""
-        self.chat_replies.extend(contents)
+    def reply_next(self, *replies: str | dict) -> None:
+        """Queue chat replies, one per chat request: the assistant message's content, or a whole assistant message
+        (e.g. `tool_calls_reply(...)`)."""
+        self.chat_replies.extend(replies)
 
     def requests_to(self, path: str) -> list[dict]:
         return [request for request in self.requests if request["path"] == path]
@@ -126,7 +128,8 @@ class FakeOpenAI:
     def _chat(self) -> tuple[int, dict]:
         if not self.chat_replies:
             return 500, _error("no scripted chat reply left", "scripted")
-        content = self.chat_replies.popleft()
+        reply = self.chat_replies.popleft()
+        message = reply if isinstance(reply, dict) else {"role": "assistant", "content": reply}
         return 200, {
             "id": "chatcmpl-fake",
             "object": "chat.completion",
@@ -135,12 +138,24 @@ class FakeOpenAI:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": "stop",
+                    "message": message,
+                    "finish_reason": "tool_calls" if message.get("tool_calls") else "stop",
                 }
             ],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
+
+
+def tool_calls_reply(*calls: tuple[str, dict], content: str | None = None) -> dict:
+    """An assistant message that calls tools: `calls` are (name, arguments) pairs, given ids call_1, call_2, ..."""
+    return {
+        "role": "assistant",
+        "content": content,
+        "tool_calls": [
+            {"id": f"call_{number}", "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+            for number, (name, arguments) in enumerate(calls, 1)
+        ],
+    }
 
 
 def _error(message: str, code: str) -> dict:
