@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import anyio
 import httpx2
@@ -33,21 +33,21 @@ ItemT = TypeVar("ItemT")
 def _call(operation: Callable[P, Request[T] | Plan[T]]) -> Callable[Concatenate[Any, P], Awaitable[T]]:
     """A coroutine method that sends what `operation` describes and returns the parsed answer."""
 
-    async def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return await _client_of(self)._run(operation(*args, **kwargs))
 
     return method_like(method, operation)
 
 
 def _paged(operation: Callable[P, PageRequest[ItemT]]) -> Callable[Concatenate[Any, P], AsyncPager[ItemT]]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> AsyncPager[ItemT]:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> AsyncPager[ItemT]:
         return AsyncPager(_client_of(self), operation(*args, **kwargs))
 
     return method_like(method, operation, returns="AsyncPager")
 
 
 def _streamed(operation: Callable[P, LinesRequest]) -> Callable[Concatenate[Any, P], AsyncIterator[dict[str, Any]]]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[dict[str, Any]]:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[dict[str, Any]]:
         return _client_of(self)._lines(operation(*args, **kwargs))
 
     return method_like(method, operation, returns="AsyncIterator[dict]")
@@ -153,7 +153,7 @@ class AsyncMemoryClient:
             while True:
                 answer = await self._request(operation.send(answer))
         except StopIteration as done:
-            return done.value
+            return cast(T, done.value)
 
     async def _pages(self, first: PageRequest[ItemT]) -> AsyncIterator[Page[ItemT]]:
         cursor: str | None = None

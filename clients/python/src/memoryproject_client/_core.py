@@ -25,6 +25,7 @@ from .types import Page, from_json
 
 T = TypeVar("T")
 ItemT = TypeVar("ItemT")
+MethodT = TypeVar("MethodT", bound=Callable[..., Any])
 
 
 class _NotGiven:
@@ -203,7 +204,8 @@ class RetryPolicy:
         return None  # it may have reached the server: sending it again could do it twice
 
     def _backoff(self, attempt: int) -> float:
-        return min(self.backoff * 2**attempt * random.uniform(0.5, 1.0), self.max_delay)
+        growth: float = 2.0**attempt
+        return min(self.backoff * growth * random.uniform(0.5, 1.0), self.max_delay)
 
 
 def retry_after(response: httpx2.Response) -> float | None:
@@ -228,10 +230,10 @@ def check(request: Request[Any], response: httpx2.Response) -> None:
         raise error_from_response(response, retry_after=retry_after(response))
 
 
-def method_like(method: Callable[..., Any], operation: Callable[..., Any], returns: str | None = None) -> Any:
+def method_like(method: MethodT, operation: Callable[..., Any], returns: str | None = None) -> MethodT:
     """Give a client's `method` the operation's name, docstring and signature (with self), for help() and editors."""
     functools.update_wrapper(method, operation)
-    del method.__wrapped__  # inspect would otherwise read the operation's signature, which has no self
+    delattr(method, "__wrapped__")  # inspect would otherwise read the operation's signature, which has no self
     signature = inspect.signature(operation)
     self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
     annotation = returns or _answer_type(signature.return_annotation)

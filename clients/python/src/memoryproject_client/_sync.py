@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Generator, Iterator
 from types import TracebackType
-from typing import Any, Concatenate, Generic, ParamSpec, TypeVar
+from typing import Any, Concatenate, Generic, ParamSpec, TypeVar, cast
 
 import httpx2
 
@@ -32,21 +32,21 @@ ItemT = TypeVar("ItemT")
 def _call(operation: Callable[P, Request[T] | Plan[T]]) -> Callable[Concatenate[Any, P], T]:
     """A method that sends what `operation` describes and returns the parsed answer."""
 
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> T:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> T:
         return _client_of(self)._run(operation(*args, **kwargs))
 
     return method_like(method, operation)
 
 
 def _paged(operation: Callable[P, PageRequest[ItemT]]) -> Callable[Concatenate[Any, P], Pager[ItemT]]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> Pager[ItemT]:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> Pager[ItemT]:
         return Pager(_client_of(self), operation(*args, **kwargs))
 
     return method_like(method, operation, returns="Pager")
 
 
 def _streamed(operation: Callable[P, LinesRequest]) -> Callable[Concatenate[Any, P], Iterator[dict[str, Any]]]:
-    def method(self: Any, *args: P.args, **kwargs: P.kwargs) -> Iterator[dict[str, Any]]:
+    def method(self: Any, /, *args: P.args, **kwargs: P.kwargs) -> Iterator[dict[str, Any]]:
         return _client_of(self)._lines(operation(*args, **kwargs))
 
     return method_like(method, operation, returns="Iterator[dict]")
@@ -157,7 +157,7 @@ class MemoryClient:
             while True:
                 answer = self._request(operation.send(answer))
         except StopIteration as done:
-            return done.value
+            return cast(T, done.value)
 
     def _pages(self, first: PageRequest[ItemT]) -> Iterator[Page[ItemT]]:
         cursor: str | None = None

@@ -8,7 +8,6 @@ API's own.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -28,12 +27,16 @@ def from_json(cls: type[T], data: Mapping[str, Any]) -> T:
         for item in dataclasses.fields(cls)  # type: ignore[arg-type]
         if item.name != "raw" and item.name in data
     }
-    return cls(**values, raw=dict(data))
+    return cls(**values, raw=dict(data))  # type: ignore[call-arg]  # every answer dataclass has `raw`
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _convert(annotation: Any, value: Any) -> Any:
