@@ -511,11 +511,16 @@ def users_export(user_id: str) -> LinesRequest:
 
 
 def users_import(
-    user_id: str, records: Iterable[Mapping[str, Any] | str | bytes] | str | bytes
+    user_id: str,
+    records: Iterable[Mapping[str, Any] | str | bytes] | str | bytes,
+    *,
+    content_type: str = "application/x-ndjson",
 ) -> Request[ImportReport]:
-    """Import a user's memory from JSON Lines: records (mappings, such as those `users.export` yields), lines
-    (strings), or a whole body (str or bytes: this service's export or Mem0's). The facts are embedded again with
-    the server's active model; the report counts what was created, merged and skipped."""
+    """Import memories into the user from JSON Lines: records (mappings, such as those `users.export` yields, or
+    Mem0 memories), lines (strings), or a whole body (str or bytes). A Mem0 JSON document (a list, or
+    {"results": [...]} as its get_all answers) goes as bytes with `content_type="application/json"`. The facts are
+    embedded again with the server's active model; the report counts what was created, merged and skipped. The
+    whole body is checked first: a bad line is a ValidationError naming it, and nothing is imported."""
     body = records if isinstance(records, str | bytes) else b"".join(_line(record) for record in records)
     content = body.encode() if isinstance(body, str) else body
     return Request(
@@ -523,7 +528,8 @@ def users_import(
         f"{API}/users/{segment(user_id)}/import",
         object_of(ImportReport),
         content=content,
-        headers={"Content-Type": "application/x-ndjson"},
+        headers={"Content-Type": content_type},
+        idempotent=True,  # what the user already holds is merged or skipped: importing twice changes nothing
     )
 
 
