@@ -1,14 +1,18 @@
 """mem0ai's real clients against a live server. Its telemetry (PostHog) is off before mem0 is first imported, and
 its config folder (~/.mem0, written on import) is a temporary one."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 os.environ["MEM0_TELEMETRY"] = "False"
-os.environ.setdefault("MEM0_DIR", tempfile.mkdtemp(prefix="mem0-config-"))
+if "MEM0_DIR" not in os.environ:
+    os.environ["MEM0_DIR"] = tempfile.mkdtemp(prefix="mem0-config-")
+    atexit.register(shutil.rmtree, os.environ["MEM0_DIR"], ignore_errors=True)
 
 import pytest  # noqa: E402
-from mem0 import AsyncMemoryClient, MemoryClient  # noqa: E402
+from mem0 import MemoryClient  # noqa: E402
 from mem0.memory import telemetry  # noqa: E402
 
 from tests.factories import make_tenant  # noqa: E402
@@ -38,7 +42,7 @@ def globex(transactional_db):
 
 
 @pytest.fixture
-def client(mem0_host, acme) -> MemoryClient:
+def acme_mem0(mem0_host, acme) -> MemoryClient:
     """mem0ai's MemoryClient holding acme's key, constructed (its key check made) against the live server."""
     memory = MemoryClient(api_key=acme[1], host=mem0_host)
     yield memory
@@ -46,10 +50,7 @@ def client(mem0_host, acme) -> MemoryClient:
 
 
 @pytest.fixture
-def other_client(mem0_host, globex) -> MemoryClient:
+def globex_mem0(mem0_host, globex) -> MemoryClient:
     memory = MemoryClient(api_key=globex[1], host=mem0_host)
     yield memory
     memory.client.close()
-
-
-__all__ = ["AsyncMemoryClient"]
