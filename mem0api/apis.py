@@ -150,8 +150,6 @@ def add_answer(request) -> Response:
         return Response({"results": added_events(facts)})
     if data.get("metadata"):
         raise not_supported("metadata", "with infer=true the extracted facts carry no metadata: send infer=false")
-    if scope.agent_id is not None:
-        raise not_supported("agent_id", "facts extracted with infer=true are not scoped by agent: send infer=false")
     stored = services.memories_add_conversation(
         tenant=tenant, scope=scope, messages=data["messages"], run_id=run_id, occurred_at=occurred_at
     )

@@ -60,6 +60,7 @@ def memories_add_conversation(
         user_id=scope.user_id,
         session_id=run_id or f"mem0-{uuid.uuid4().hex}",
         messages=messages,
+        agent_id=scope.agent_id or "",  # its extracted facts are that agent's
     )
 
 

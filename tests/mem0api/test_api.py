@@ -176,9 +176,6 @@ def test_a_wrong_method_is_a_json_405(mem0):
             id="metadata with inference",
         ),
         pytest.param(
-            {"user_id": "alice", "agent_id": "bot", "messages": SAID}, (400, "not_supported"), id="agent with inference"
-        ),
-        pytest.param(
             {"user_id": "alice", "run_id": "r1", "messages": SAID, "infer": False},
             (400, "not_supported"),
             id="run without inference",

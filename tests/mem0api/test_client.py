@@ -178,6 +178,17 @@ def test_add_with_inference_keeps_the_conversation_as_an_episode_whose_extractio
     assert set(Fact.objects.filter(tenant=acme[0]).values_list("source_episode", flat=True)) == {episode.pk}
 
 
+def test_an_agents_conversation_gives_that_agents_memories(acme_mem0, acme, settings):
+    settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.0
+
+    acme_mem0.add([{k: m[k] for k in ("role", "content")} for m in TURN_1], user_id="u1", agent_id="travel")
+
+    assert contents(acme_mem0.get_all(filters={"AND": [{"user_id": "u1"}, {"agent_id": "travel"}]})) == [
+        "Lives in Berlin", "Prefers PostgreSQL for new projects",
+    ]  # fmt: skip
+    assert acme_mem0.get_all(filters={"AND": [{"user_id": "u1"}, {"agent_id": "other"}]})["count"] == 0
+
+
 def test_extracted_facts_below_the_auto_approve_confidence_wait_for_review_before_they_are_memories(acme_mem0, acme):
     acme_mem0.add(TURN_1[0]["content"], user_id="u1")  # a string is one user message, as in Mem0
 
