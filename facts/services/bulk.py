@@ -5,8 +5,9 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_texts
@@ -16,8 +17,9 @@ from core.validation import validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content
-from ..models import Fact, FactEvent
+from ..models import Fact, FactConflict, FactEvent
 from .embed_queue import facts_embed_after_commit
+from .history import record_event, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -155,3 +157,82 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
         created_at=now,
         updated_at=now,
     )
+
+
+# --- restoring an export (privacy.imports): facts with their history, validity, review state and usage -------------
+
+# Every stored column an export carries back; superseded_by and proposal name other facts, so they are set once every
+# fact of the import has its id (facts_link_restored).
+RESTORE_FIELDS = [
+    "tenant", "user_id", "agent_id", "category", "content", "embedding", "embedding_model", "embedding_pending",
+    "embedding_attempts", "embedding_next_attempt_at", "confidence", "usage_count", "last_used_at", "status",
+    "source", "source_episode", "valid_from", "valid_to", "occurred_at", "pinned", "metadata", "reviewed_at",
+    "archived_at", "source_messages", "search_text", "created_at", "updated_at",
+]  # fmt: skip
+EVENT_FIELDS = ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"]
+CONFLICT_FIELDS = [
+    "tenant", "user_id", "existing_fact", "new_fact", "reason", "status", "resolution", "resolved_by", "resolved_at",
+    "created_at",
+]  # fmt: skip
+
+
+def facts_insert_restored(*, facts: list[Fact]) -> None:
+    """Insert facts exactly as given (status, validity, usage and times included: nothing is judged, merged or
+    extracted), with a binary COPY; their ids are set. A fact without its vector is queued for embedding after
+    commit (embedded only: the export it came from was already clean). The caller holds the transaction."""
+    for fact in facts:
+        fact.refresh_search_text()  # COPY skips save()
+    copy_insert(Fact, facts, RESTORE_FIELDS)
+    facts_embed_after_commit([fact.pk for fact in facts if fact.embedding_pending])
+
+
+def facts_link_restored(*, tenant: Tenant, links: list[tuple[int, int | None, dict | None]]) -> None:
+    """Set (fact id, superseded_by id, proposal) on facts just restored, in one statement."""
+    if not links:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE facts_fact f SET superseded_by_id = link.superseded_by, proposal = link.proposal "
+            "FROM unnest(%s::bigint[], %s::bigint[], %s::jsonb[]) AS link(id, superseded_by, proposal) "
+            "WHERE f.id = link.id AND f.tenant_id = %s",
+            [
+                [fact_id for fact_id, _, _ in links],
+                [superseded_by for _, superseded_by, _ in links],
+                [None if proposal is None else Jsonb(proposal) for _, _, proposal in links],
+                tenant.pk,
+            ],
+        )
+
+
+def fact_events_insert(*, events: list[FactEvent]) -> None:
+    """Append restored history (each event as it was: its action, actor, snapshots and time)."""
+    copy_insert(FactEvent, events, EVENT_FIELDS)
+
+
+def fact_conflicts_insert(*, conflicts: list[FactConflict]) -> None:
+    copy_insert(FactConflict, conflicts, CONFLICT_FIELDS)
+
+
+def fact_merge_restored(*, tenant: Tenant, fact_id: int, incoming: Fact, actor: str) -> bool:
+    """An imported fact the user already holds: the stored one keeps its id, text and history and takes the higher
+    confidence, the larger usage count, the later last use, pinned when either is, and the metadata keys it lacks.
+    Each of these only grows, so importing the same file again changes nothing. Returns whether anything changed
+    (then a "merged" event records it)."""
+    fact = Fact.objects.select_for_update().get(tenant=tenant, pk=fact_id)
+    before = snapshot(fact)
+    changes = {
+        "confidence": max(fact.confidence, incoming.confidence),
+        "usage_count": max(fact.usage_count, incoming.usage_count),
+        "last_used_at": max(filter(None, [fact.last_used_at, incoming.last_used_at]), default=None),
+        "pinned": fact.pinned or incoming.pinned,
+        "metadata": {**incoming.metadata, **fact.metadata},
+        "occurred_at": fact.occurred_at or incoming.occurred_at,
+    }
+    changed = [name for name, value in changes.items() if getattr(fact, name) != value]
+    if not changed:
+        return False
+    for name in changed:
+        setattr(fact, name, changes[name])
+    fact.save(update_fields=[*changed, "search_text", "updated_at"])
+    record_event(fact, FactEvent.Action.MERGED, actor, before=before, after={**snapshot(fact), "merged": "import"})
+    return True
