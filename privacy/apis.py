@@ -73,6 +73,13 @@ class UserExportApi(ApiView):
 class UserImportApi(ApiView):
     parser_classes = [JsonLinesParser, JsonlParser, JsonDocumentParser]
 
+    class DocumentSerializer(serializers.Serializer):
+        results = serializers.ListField(
+            child=serializers.DictField(),
+            help_text="The records as one JSON document: Mem0's get_all answer, or the lines of an export in a list "
+            "(a bare list of records is read too).",
+        )
+
     class OutputSerializer(serializers.Serializer):
         class FactCountsSerializer(serializers.Serializer):
             created = serializers.IntegerField()
@@ -96,16 +103,7 @@ class UserImportApi(ApiView):
         request={
             "application/x-ndjson": OpenApiTypes.STR,
             "application/jsonl": OpenApiTypes.STR,
-            "application/json": {
-                "oneOf": [
-                    {"type": "array", "items": {"type": "object", "additionalProperties": True}},
-                    {
-                        "type": "object",
-                        "required": ["results"],
-                        "properties": {"results": {"type": "array", "items": {"type": "object"}}},
-                    },
-                ]
-            },
+            "application/json": DocumentSerializer,
         },
         responses={200: OutputSerializer},
         operation_id="users_import",

@@ -162,8 +162,14 @@ def test_a_minimal_hand_written_file_imports_with_defaults(api, tenant):
             json.dumps({"type": "header", "format": "memoryproject", "version": 1}),
             "",
             json.dumps({"type": "fact", "id": "f1", "content": "Lives in Madrid"}),
-            json.dumps({"type": "episode", "id": "e1", "session_id": "s1",
-                        "messages": [{"role": "user", "content": "Hola, I live in Madrid now."}]}),  # fmt: skip
+            json.dumps(
+                {
+                    "type": "episode",
+                    "id": "e1",
+                    "session_id": "s1",
+                    "messages": [{"role": "user", "content": "Hola, I live in Madrid now."}],
+                }
+            ),  # fmt: skip
         ]
     )
 
