@@ -2,12 +2,14 @@
 
 from .bulk import (
     IMPORT_STATUSES,
+    MERGED_FIELDS,
     fact_conflicts_insert,
     fact_events_insert,
     fact_merge_restored,
     facts_import,
     facts_insert_restored,
     facts_link_restored,
+    merged_values,
 )
 from .deletion import FactsErased, fact_delete, facts_delete, facts_erase_user
 from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
@@ -20,6 +22,7 @@ from .usage import facts_record_usage
 
 __all__ = [
     "IMPORT_STATUSES",
+    "MERGED_FIELDS",
     "SYSTEM",
     "UPDATABLE_FIELDS",
     "EmbedRun",
@@ -46,5 +49,6 @@ __all__ = [
     "facts_insert_restored",
     "facts_link_restored",
     "facts_record_usage",
+    "merged_values",
     "snapshot",
 ]

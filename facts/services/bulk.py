@@ -213,26 +213,34 @@ def fact_conflicts_insert(*, conflicts: list[FactConflict]) -> None:
     copy_insert(FactConflict, conflicts, CONFLICT_FIELDS)
 
 
-def fact_merge_restored(*, tenant: Tenant, fact_id: int, incoming: Fact, actor: str) -> bool:
-    """An imported fact the user already holds: the stored one keeps its id, text and history and takes the higher
-    confidence, the larger usage count, the later last use, pinned when either is, and the metadata keys it lacks.
-    Each of these only grows, so importing the same file again changes nothing. Returns whether anything changed
-    (then a "merged" event records it)."""
-    fact = Fact.objects.select_for_update().get(tenant=tenant, pk=fact_id)
-    before = snapshot(fact)
-    changes = {
-        "confidence": max(fact.confidence, incoming.confidence),
-        "usage_count": max(fact.usage_count, incoming.usage_count),
-        "last_used_at": max(filter(None, [fact.last_used_at, incoming.last_used_at]), default=None),
-        "pinned": fact.pinned or incoming.pinned,
-        "metadata": {**incoming.metadata, **fact.metadata},
-        "occurred_at": fact.occurred_at or incoming.occurred_at,
+MERGED_FIELDS = ("confidence", "usage_count", "last_used_at", "pinned", "metadata", "occurred_at")
+
+
+def merged_values(held: Fact, incoming: Fact) -> dict:
+    """What a fact the user holds takes from an imported copy of it (the fields that change): the higher confidence,
+    the larger usage count, the later last use, pinned when either is, the metadata keys it lacks, a time it lacks.
+    Each only grows, so importing the same file again changes nothing."""
+    values = {
+        "confidence": max(held.confidence, incoming.confidence),
+        "usage_count": max(held.usage_count, incoming.usage_count),
+        "last_used_at": max(filter(None, [held.last_used_at, incoming.last_used_at]), default=None),
+        "pinned": held.pinned or incoming.pinned,
+        "metadata": {**incoming.metadata, **held.metadata},
+        "occurred_at": held.occurred_at or incoming.occurred_at,
     }
-    changed = [name for name, value in changes.items() if getattr(fact, name) != value]
-    if not changed:
+    return {name: value for name, value in values.items() if getattr(held, name) != value}
+
+
+def fact_merge_restored(*, tenant: Tenant, fact_id: int, incoming: Fact, actor: str) -> bool:
+    """An imported fact the user already holds: the held one keeps its id, text and history and takes what
+    merged_values says (then a "merged" event records it). Returns whether anything changed."""
+    fact = Fact.objects.select_for_update().get(tenant=tenant, pk=fact_id)
+    changes = merged_values(fact, incoming)
+    if not changes:
         return False
-    for name in changed:
-        setattr(fact, name, changes[name])
-    fact.save(update_fields=[*changed, "search_text", "updated_at"])
+    before = snapshot(fact)
+    for name, value in changes.items():
+        setattr(fact, name, value)
+    fact.save(update_fields=[*changes, "search_text", "updated_at"])
     record_event(fact, FactEvent.Action.MERGED, actor, before=before, after={**snapshot(fact), "merged": "import"})
     return True
