@@ -218,3 +218,21 @@ def test_another_tenant_importing_writes_only_into_its_own_tenant(api, tenant, m
     theirs = Fact.objects.filter(tenant=other_tenant)
     assert not theirs.exclude(source_episode=None).exclude(source_episode__tenant=other_tenant).exists()
     assert not theirs.exclude(superseded_by=None).exclude(superseded_by__tenant=other_tenant).exists()
+
+
+def test_references_to_a_fact_the_user_holds_point_at_the_held_fact(api, tenant):
+    held = Fact.objects.create(tenant=tenant, user_id="bob", content="Lives in Porto")
+    header = {"type": "header", "format": "memoryproject", "version": 1, "user_id": "alice"}
+    lisbon = {"type": "fact", "id": 1, "content": "Lives in Lisbon", "valid_from": "2024-01-01T00:00:00Z",
+              "valid_to": "2024-06-01T00:00:00Z", "superseded_by": 2}  # fmt: skip
+    porto = {"type": "fact", "id": 2, "content": "Lives in Porto", "valid_from": "2024-06-01T00:00:00Z"}
+    conflict = {"type": "conflict", "id": 9, "existing_fact": 2, "new_fact": 1, "reason": "which city"}
+    body = "".join(json.dumps(line) + "\n" for line in [header, lisbon, porto, conflict])
+
+    report = post_import(api, "bob", body).json()
+
+    assert report["facts"] == {"created": 1, "merged": 0, "skipped": 1}
+    assert report["conflicts"] == {"created": 1}
+    retired = Fact.objects.get(tenant=tenant, user_id="bob", content="Lives in Lisbon")
+    assert retired.superseded_by == held
+    assert FactConflict.objects.get(tenant=tenant, user_id="bob").existing_fact == held
