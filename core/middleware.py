@@ -1,4 +1,5 @@
-"""Everything under /api/ answers in the API's error shape, whatever went wrong and wherever (DEBUG on or off)."""
+"""Everything under /api/ (and the Mem0-compatible /mem0/) answers in the API's error shape, whatever went wrong and
+wherever (DEBUG on or off)."""
 
 import logging
 import time
@@ -18,7 +19,7 @@ access_logger = logging.getLogger("access")
 # Probes and scrapes come every few seconds: their access lines are DEBUG, out of the way at LOG_LEVEL=INFO.
 QUIET_ROUTES = frozenset({"/api/health/live", "/api/health/ready", "/metrics"})
 
-API_PREFIX = "/api/"
+API_PREFIXES = ("/api/", "/mem0/")
 # A status Django or a library answered with HTML, and the code the API's shape gives it.
 STATUS_CODES = {
     400: "bad_request",
@@ -95,7 +96,7 @@ class ApiErrorMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        if not request.path.startswith(API_PREFIX):
+        if not request.path.startswith(API_PREFIXES):
             return self.get_response(request)
         too_big = _oversized_body(request)
         if too_big is not None:
@@ -106,7 +107,7 @@ class ApiErrorMiddleware:
         return response
 
     def process_exception(self, request, exception):
-        if not request.path.startswith(API_PREFIX):
+        if not request.path.startswith(API_PREFIXES):
             return None
         if isinstance(exception, RequestDataTooBig):
             return _payload_too_large(settings.API_MAX_BODY_BYTES)

@@ -14,7 +14,8 @@ DOC_ID_MESSAGE = "Must be 1-500 characters without control characters."
 
 
 def validate_identifier(value, *, field: str) -> str:
-    if not isinstance(value, str) or not IDENTIFIER_PATTERN.match(value):
+    # fullmatch: the pattern's "$" (kept for the OpenAPI schema) would let a trailing newline through.
+    if not isinstance(value, str) or not IDENTIFIER_PATTERN.fullmatch(value):
         raise ValidationError({field: IDENTIFIER_MESSAGE})
     return value
 

@@ -17,14 +17,15 @@ def too_large(message: str, field: str) -> ApplicationError:
     return ApplicationError(message, code="payload_too_large", status_code=413, details={field: [message]})
 
 
-def clean_messages(messages) -> list[dict]:
-    """Posted messages as stored: {"role", "content", "timestamp" (ISO 8601 in UTC, or None)}.
+def clean_messages(messages, *, per_request_limit: bool = True) -> list[dict]:
+    """Posted messages as stored: {"role", "content", "timestamp" (ISO 8601 in UTC, or None)}. An import, which
+    brings whole sessions, passes per_request_limit=False (EPISODES_MAX_MESSAGES_PER_REQUEST bounds one post).
 
     Raises ValidationError (400) naming the message index, or ApplicationError 413 over a size limit."""
     if not isinstance(messages, list) or not messages:
         raise ValidationError({"messages": "Must be a non-empty list of messages."})
     limit = settings.EPISODES_MAX_MESSAGES_PER_REQUEST
-    if len(messages) > limit:
+    if per_request_limit and len(messages) > limit:
         raise too_large(
             f"Too many messages in one request: {len(messages)}, at most {limit} "
             "(EPISODES_MAX_MESSAGES_PER_REQUEST). Post the session in parts: stored messages are skipped.",

@@ -89,6 +89,21 @@ def episodes_list(
     return queryset.order_by("-id")
 
 
+def episodes_messages_of(*, tenant: Tenant, episode_ids: list[int]) -> dict[int, list[dict]]:
+    """The messages of several episodes at once (an export reads them a page of episodes at a time), each episode's
+    in order, as posted."""
+    rows = EpisodeMessage.objects.filter(tenant=tenant, episode_id__in=episode_ids).only(*MESSAGE_FIELDS, "episode")
+    found: dict[int, list[dict]] = {episode_id: [] for episode_id in episode_ids}
+    for row in rows.order_by("episode_id", "position"):
+        found[row.episode_id].append(row.as_dict())
+    return found
+
+
+def episodes_user_ids(*, tenant: Tenant) -> list[str]:
+    """Every user id the tenant holds episodes of, sorted."""
+    return list(Episode.objects.filter(tenant=tenant).order_by("user_id").values_list("user_id", flat=True).distinct())
+
+
 @dataclass(frozen=True)
 class ScoredEpisode:
     episode: Episode

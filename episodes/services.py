@@ -6,12 +6,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 from django_q.conf import Conf
 from django_q.tasks import async_task
 
+from core.db import copy_insert
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked
 from core.queue import task_records_delete
@@ -221,6 +222,64 @@ def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
         )  # fmt: skip
         _enqueue_after_commit(episode.pk)
     return episode
+
+
+# Every column of an episode an import writes (COPY leaves out none that has no database default); search_vector is
+# computed from the messages by PostgreSQL afterwards.
+RESTORE_FIELDS = [
+    "tenant", "user_id", "agent_id", "session_id", "message_count", "content_chars", "last_message_at", "summary",
+    "summarized_message_count", "embedding", "embedding_model", "extraction_status", "extraction_error",
+    "extraction_skip_reason", "extracted_message_count", "extraction_excluded", "extraction_attempts", "created_at",
+    "updated_at",
+]  # fmt: skip
+MESSAGE_RESTORE_FIELDS = ["tenant", "episode", "position", "role", "content", "timestamp", "created_at"]
+
+
+def episodes_insert_restored(
+    *, tenant: Tenant, user_id: str, episodes: list[Episode], messages: list[list[dict]]
+) -> None:
+    """Store whole sessions an import brings (`messages[i]`, cleaned by clean_messages, are episode i's, in order),
+    with binary COPY: the counters and the keyword text follow from the messages, and each is marked extracted up to
+    its last message (its facts come with the import), so no extraction is queued; a later post to the session is
+    extracted from there on. Every other field is the caller's (summary and its vector included). The caller holds
+    the transaction."""
+    for episode, said in zip(episodes, messages, strict=True):
+        episode.tenant, episode.user_id = tenant, user_id
+        episode.message_count = episode.extracted_message_count = len(said)
+        episode.content_chars = sum(len(message["content"]) for message in said)
+        episode.summarized_message_count = len(said) if episode.summary else 0
+        if episode.last_message_at is None:
+            episode.last_message_at = max(filter(None, map(time_of, said)), default=episode.created_at)
+    copy_insert(Episode, episodes, RESTORE_FIELDS)
+    copy_insert(
+        EpisodeMessage,
+        [
+            EpisodeMessage(
+                tenant=tenant,
+                episode_id=episode.pk,
+                position=position,
+                role=message["role"],
+                content=message["content"],
+                timestamp=time_of(message),
+                created_at=episode.created_at,
+            )
+            for episode, said in zip(episodes, messages, strict=True)
+            for position, message in enumerate(said)
+        ],
+        MESSAGE_RESTORE_FIELDS,
+    )
+    # The same words and date words as the posts that built the original (an untimed message is dated with the
+    # session): the same keyword hits.
+    texts = [
+        _search_text_of(said, [time_of(message) or episode.last_message_at for message in said], None)
+        for episode, said in zip(episodes, messages, strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE episodes_episode e SET search_vector = to_tsvector('english', said.text) "
+            "FROM unnest(%s::bigint[], %s::text[]) AS said(id, text) WHERE e.id = said.id AND e.tenant_id = %s",
+            [[episode.pk for episode in episodes], texts, tenant.pk],
+        )
 
 
 @dataclass(frozen=True)

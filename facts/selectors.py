@@ -117,6 +117,16 @@ def fact_events(*, tenant: Tenant, fact_id: int) -> QuerySet[FactEvent]:
     return FactEvent.objects.filter(tenant=tenant, fact_id=fact_id).order_by("created_at", "id")
 
 
+def fact_events_of(*, tenant: Tenant, fact_ids: list[int]) -> QuerySet[FactEvent]:
+    """The audit trails of several facts at once (an export reads them a page of facts at a time), each oldest first."""
+    return FactEvent.objects.filter(tenant=tenant, fact_id__in=fact_ids).order_by("fact_id", "created_at", "id")
+
+
+def facts_user_ids(*, tenant: Tenant) -> list[str]:
+    """Every user id the tenant holds facts of, sorted."""
+    return list(Fact.objects.filter(tenant=tenant).order_by("user_id").values_list("user_id", flat=True).distinct())
+
+
 def conflicts_list(*, tenant: Tenant, user_id: str | None = None, status: str | None = None) -> QuerySet[FactConflict]:
     queryset = FactConflict.objects.filter(tenant=tenant).select_related("existing_fact", "new_fact")
     if user_id is not None:

@@ -86,6 +86,18 @@ REQUEST_EXAMPLES: dict[str, dict] = {
     "kb_search": {"body": {"query": "how do I roll back a deploy?", "limit": 3}},
     # privacy
     "users_erase": {"parameters": {"user_id": "alice"}},
+    "users_export": {"parameters": {"user_id": "alice"}},
+    # The JSON document form of an import (JSON Lines carry the same records, one a line).
+    "users_import": {
+        "parameters": {"user_id": "alice"},
+        "body": {
+            "results": [
+                {"type": "header", "format": "memoryproject", "version": 1, "user_id": "alice"},
+                {"type": "fact", "id": 1, "content": "Lives in Lisbon", "category": "profile"},
+                {"type": "fact", "id": 2, "content": "Prefers PostgreSQL", "category": "preference", "pinned": True},
+            ]
+        },
+    },
     # agent tools
     "tools_list": {"parameters": {"format": "anthropic"}},
     "tools_call": {

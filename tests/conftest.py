@@ -1,3 +1,5 @@
+import os
+
 import pytest
 from django_q.conf import Conf
 
@@ -6,6 +8,9 @@ from tests.factories import client_with_key, make_tenant
 from tests.fake_openai import API_KEY as FAKE_API_KEY
 from tests.fake_openai import FakeOpenAI
 from tests.redis_server import redis_server
+
+# mem0ai (tests/mem0api) reads this when imported: whichever test imports it first, nothing is sent anywhere.
+os.environ["MEM0_TELEMETRY"] = "False"
 
 
 @pytest.fixture(autouse=True)

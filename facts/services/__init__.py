@@ -1,6 +1,16 @@
 """Writes to the fact store, one module per concern; import them from here."""
 
-from .bulk import IMPORT_STATUSES, facts_import
+from .bulk import (
+    IMPORT_STATUSES,
+    MERGED_FIELDS,
+    fact_conflicts_insert,
+    fact_events_insert,
+    fact_merge_restored,
+    facts_import,
+    facts_insert_restored,
+    facts_link_restored,
+    merged_values,
+)
 from .deletion import FactsErased, fact_delete, facts_delete, facts_erase_user
 from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
 from .embedding import EmbedRun, embedding_retry_delay, facts_embed_due, facts_embed_pending
@@ -12,6 +22,7 @@ from .usage import facts_record_usage
 
 __all__ = [
     "IMPORT_STATUSES",
+    "MERGED_FIELDS",
     "SYSTEM",
     "UPDATABLE_FIELDS",
     "EmbedRun",
@@ -19,6 +30,9 @@ __all__ = [
     "RememberResult",
     "conflict_resolve",
     "fact_approve",
+    "fact_conflicts_insert",
+    "fact_events_insert",
+    "fact_merge_restored",
     "embedding_retry_delay",
     "fact_delete",
     "fact_reject",
@@ -32,6 +46,9 @@ __all__ = [
     "facts_erase_user",
     "facts_extract",
     "facts_import",
+    "facts_insert_restored",
+    "facts_link_restored",
     "facts_record_usage",
+    "merged_values",
     "snapshot",
 ]

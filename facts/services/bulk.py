@@ -5,8 +5,9 @@ from datetime import datetime
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_texts
@@ -16,8 +17,9 @@ from core.validation import validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content
-from ..models import Fact, FactEvent
+from ..models import Fact, FactConflict, FactEvent
 from .embed_queue import facts_embed_after_commit
+from .history import record_event, snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -155,3 +157,90 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
         created_at=now,
         updated_at=now,
     )
+
+
+# --- restoring an export (privacy.imports): facts with their history, validity, review state and usage -------------
+
+# Every stored column an export carries back; superseded_by and proposal name other facts, so they are set once every
+# fact of the import has its id (facts_link_restored).
+RESTORE_FIELDS = [
+    "tenant", "user_id", "agent_id", "category", "content", "embedding", "embedding_model", "embedding_pending",
+    "embedding_attempts", "embedding_next_attempt_at", "confidence", "usage_count", "last_used_at", "status",
+    "source", "source_episode", "valid_from", "valid_to", "occurred_at", "pinned", "metadata", "reviewed_at",
+    "archived_at", "source_messages", "search_text", "created_at", "updated_at",
+]  # fmt: skip
+EVENT_FIELDS = ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"]
+CONFLICT_FIELDS = [
+    "tenant", "user_id", "existing_fact", "new_fact", "reason", "status", "resolution", "resolved_by", "resolved_at",
+    "created_at",
+]  # fmt: skip
+
+
+def facts_insert_restored(*, facts: list[Fact]) -> None:
+    """Insert facts exactly as given (status, validity, usage and times included: nothing is judged, merged or
+    extracted), with a binary COPY; their ids are set. A fact without its vector is queued for embedding after
+    commit (embedded only: the export it came from was already clean). The caller holds the transaction."""
+    for fact in facts:
+        fact.refresh_search_text()  # COPY skips save()
+    copy_insert(Fact, facts, RESTORE_FIELDS)
+    facts_embed_after_commit([fact.pk for fact in facts if fact.embedding_pending])
+
+
+def facts_link_restored(*, tenant: Tenant, links: list[tuple[int, int | None, dict | None]]) -> None:
+    """Set (fact id, superseded_by id, proposal) on facts just restored, in one statement."""
+    if not links:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE facts_fact f SET superseded_by_id = link.superseded_by, proposal = link.proposal "
+            "FROM unnest(%s::bigint[], %s::bigint[], %s::jsonb[]) AS link(id, superseded_by, proposal) "
+            "WHERE f.id = link.id AND f.tenant_id = %s",
+            [
+                [fact_id for fact_id, _, _ in links],
+                [superseded_by for _, superseded_by, _ in links],
+                [None if proposal is None else Jsonb(proposal) for _, _, proposal in links],
+                tenant.pk,
+            ],
+        )
+
+
+def fact_events_insert(*, events: list[FactEvent]) -> None:
+    """Append restored history (each event as it was: its action, actor, snapshots and time)."""
+    copy_insert(FactEvent, events, EVENT_FIELDS)
+
+
+def fact_conflicts_insert(*, conflicts: list[FactConflict]) -> None:
+    copy_insert(FactConflict, conflicts, CONFLICT_FIELDS)
+
+
+MERGED_FIELDS = ("confidence", "usage_count", "last_used_at", "pinned", "metadata", "occurred_at")
+
+
+def merged_values(held: Fact, incoming: Fact) -> dict:
+    """What a fact the user holds takes from an imported copy of it (the fields that change): the higher confidence,
+    the larger usage count, the later last use, pinned when either is, the metadata keys it lacks, a time it lacks.
+    Each only grows, so importing the same file again changes nothing."""
+    values = {
+        "confidence": max(held.confidence, incoming.confidence),
+        "usage_count": max(held.usage_count, incoming.usage_count),
+        "last_used_at": max(filter(None, [held.last_used_at, incoming.last_used_at]), default=None),
+        "pinned": held.pinned or incoming.pinned,
+        "metadata": {**incoming.metadata, **held.metadata},
+        "occurred_at": held.occurred_at or incoming.occurred_at,
+    }
+    return {name: value for name, value in values.items() if getattr(held, name) != value}
+
+
+def fact_merge_restored(*, tenant: Tenant, fact_id: int, incoming: Fact, actor: str) -> bool:
+    """An imported fact the user already holds: the held one keeps its id, text and history and takes what
+    merged_values says (then a "merged" event records it). Returns whether anything changed."""
+    fact = Fact.objects.select_for_update().get(tenant=tenant, pk=fact_id)
+    changes = merged_values(fact, incoming)
+    if not changes:
+        return False
+    before = snapshot(fact)
+    for name, value in changes.items():
+        setattr(fact, name, value)
+    fact.save(update_fields=[*changes, "search_text", "updated_at"])
+    record_event(fact, FactEvent.Action.MERGED, actor, before=before, after={**snapshot(fact), "merged": "import"})
+    return True

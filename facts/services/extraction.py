@@ -55,6 +55,7 @@ def facts_extract(
                 source=Fact.Source.EXTRACTED,
                 occurred_at=reference_time,
                 source_episode=episode,
+                agent_id=episode.agent_id if episode is not None else "",  # the agent's facts, as when it saves one
                 source_messages=[messages[n].get("index", n) for n in candidate.messages],
             )
             for candidate in candidates

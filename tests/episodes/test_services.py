@@ -209,3 +209,15 @@ def test_extracted_facts_remember_the_messages_of_the_episode_they_come_from(ten
     assert provenance["Lives in Berlin"] == [0]
     assert provenance["Prefers PostgreSQL for new projects"] == [0]
     assert provenance["Prefers green tea in the morning"] == [3, 5]  # said twice; indexes in the whole episode
+
+
+def test_facts_extracted_from_an_agents_episode_belong_to_that_agent(tenant):
+    # Given a session an agent stored
+    episode = episode_store(tenant=tenant, user_id="u1", session_id="s1", messages=TURN_1, agent_id="planner").episode
+
+    # When it is extracted
+    episode_extract(episode_id=episode.pk)
+
+    # Then its facts are that agent's, as if the agent had saved them itself
+    agents = set(Fact.objects.filter(source_episode=episode).values_list("agent_id", flat=True))
+    assert agents == {"planner"}

@@ -57,6 +57,16 @@ REQUESTS = {
     ("forget-runs", "GET"): {},
     ("forget-run-detail", "GET"): {},
     ("user-erase", "DELETE"): {},
+    ("user-export", "GET"): {},
+    # A JSON document of our format (the test client sends JSON); JSON Lines go the same way (tests/privacy).
+    ("user-import", "POST"): {
+        "data": {
+            "results": [
+                {"type": "header", "format": "memoryproject", "version": 1, "user_id": USER_ID},
+                {"type": "fact", "id": 1, "content": "Lives in Lisbon"},
+            ]
+        }
+    },
     ("episodes", "GET"): {"query": {"user_id": USER_ID}},
     ("episodes", "POST"): {
         "data": {
