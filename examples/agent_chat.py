@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 from openai import OpenAI
 
-from memoryproject_client import MemoryClient
+from memoryproject_client import MemoryClient, MemoryProjectError
 
 SYSTEM_PROMPT = """You are a helpful assistant with a long-term memory of the user.
 Use the memory tools: save durable facts the user tells you (preferences, decisions, personal details, projects)
@@ -49,10 +49,14 @@ class Agent:
             *({"role": m["role"], "content": m["content"]} for m in self.transcript),
         ]
         reply = self._answer(messages)
-        self.transcript.append(_said("assistant", reply))
+        if reply.strip():  # the server stores only messages with something to read
+            self.transcript.append(_said("assistant", reply))
         # The whole session every time: stored messages are skipped, so nothing is duplicated, and a turn whose post
-        # failed is sent again with the next one. The system prompt is left out: it is rebuilt every turn.
-        self.memory.episodes.store(self.user_id, self.session_id, self.transcript)
+        # failed goes again with the next one. The system prompt is left out: it is rebuilt every turn.
+        try:
+            self.memory.episodes.store(self.user_id, self.session_id, self.transcript)
+        except MemoryProjectError as error:
+            print(f"  (the session was not stored this turn: {error})", file=sys.stderr)
         return reply
 
     def _answer(self, messages: list[dict]) -> str:
