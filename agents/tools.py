@@ -289,11 +289,8 @@ def memory_clear(caller: Caller, arguments: dict) -> ToolResult:
             "memory_clear deletes every fact of this user and needs confirm: true. Call it only when the user has "
             "explicitly asked to forget everything."
         )
-    facts = fact_selectors.facts_list(
-        tenant=caller.tenant, user_id=caller.user_id, agent_id=caller.agent_id or None, validity="all"
-    )
-    deleted = fact_services.facts_delete(
-        tenant=caller.tenant, fact_ids=list(facts.values_list("pk", flat=True)), actor=caller.actor
+    deleted = fact_services.facts_delete_of_user(
+        tenant=caller.tenant, user_id=caller.user_id, agent_id=caller.agent_id or None, actor=caller.actor
     )
     content = f"Deleted all {len(deleted)} fact(s) of this user." if deleted else "There was nothing to delete."
     return ToolResult(content=content, data={"deleted_count": len(deleted)})

@@ -9,7 +9,6 @@ from django.core.exceptions import ValidationError
 from core.timestamps import timestamp_text
 from episodes.messages import clean_messages
 from episodes.services import StoreResult, episode_store
-from facts import selectors as facts_selectors
 from facts import services as facts_services
 from facts.models import Fact
 from tenancy.models import Tenant
@@ -80,11 +79,10 @@ def memory_delete(*, tenant: Tenant, memory_id: str, actor: str, linked: bool = 
 def memories_delete_all(*, tenant: Tenant, scope: Scope, actor: str) -> list[int]:
     """Delete every fact of the user (of the agent and categories, when the scope names them): memories, and what
     waits for review or is kept as history too, so nothing of it comes back on approval. Their events stay."""
-    fact_ids = facts_selectors.facts_list(
+    return facts_services.facts_delete_of_user(
         tenant=tenant,
         user_id=scope.user_id,
         agent_id=scope.agent_id,
         categories=list(scope.categories) if scope.categories else None,
-        validity="all",
-    ).values_list("pk", flat=True)
-    return facts_services.facts_delete(tenant=tenant, fact_ids=list(fact_ids), actor=actor)
+        actor=actor,
+    )

@@ -11,7 +11,7 @@ from .bulk import (
     facts_link_restored,
     merged_values,
 )
-from .deletion import FactsErased, fact_delete, facts_delete, facts_erase_user
+from .deletion import FactsErased, fact_delete, facts_delete, facts_delete_of_user, facts_erase_user
 from .edits import UPDATABLE_FIELDS, fact_restore, fact_update
 from .embedding import EmbedRun, embedding_retry_delay, facts_embed_due, facts_embed_pending
 from .extraction import facts_extract
@@ -41,6 +41,7 @@ __all__ = [
     "fact_supersession_undo",
     "fact_update",
     "facts_delete",
+    "facts_delete_of_user",
     "facts_embed_due",
     "facts_embed_pending",
     "facts_erase_user",

@@ -23,6 +23,20 @@ def fact_delete(*, tenant: Tenant, fact_id: int, actor: str) -> None:
         raise ApplicationError("Fact not found.", code="not_found", status_code=404)
 
 
+def facts_delete_of_user(
+    *, tenant: Tenant, user_id: str, actor: str, agent_id: str | None = None, categories: list[str] | None = None
+) -> list[int]:
+    """Delete every fact of the user (of one agent, of some categories, when named): current ones, those waiting for
+    review and the history alike, so that nothing of it comes back on a later approval. Their events stay (the
+    erasure of the user, privacy.services.user_erase, is what leaves no trace)."""
+    fact_ids = Fact.objects.filter(tenant=tenant, user_id=user_id)
+    if agent_id is not None:
+        fact_ids = fact_ids.filter(agent_id=agent_id)
+    if categories:
+        fact_ids = fact_ids.filter(category__in=categories)
+    return facts_delete(tenant=tenant, fact_ids=list(fact_ids.values_list("pk", flat=True)), actor=actor)
+
+
 def facts_delete(*, tenant: Tenant, fact_ids: list[int], actor: str, purge: bool = False) -> list[int]:
     """Delete those of `fact_ids` that belong to `tenant`, with what points at them (pointers to them cleared,
     their conflicts gone), and return their ids. Each gets a "deleted" event holding the fact as it was; with
