@@ -103,10 +103,11 @@ def test_the_sdk_client_initialises_lists_adds_searches_loads_and_deletes(base_u
             fact_id = added.structured_content["fact"]["id"]
             deleted = await call(client, "memory_delete", {"fact_id": fact_id})
             after = await call(client, "memory_search", {"query": "which database?"})
-            return client.server_info, listed, added, found, loaded, deleted, after
+            return client.protocol_version, client.server_info, listed, added, found, loaded, deleted, after
 
-    server_info, listed, added, found, loaded, deleted, after = run(scenario())
+    version, server_info, listed, added, found, loaded, deleted, after = run(scenario())
 
+    assert version == {"legacy": "2025-11-25", "auto": "2026-07-28"}[mode]  # the handshake era, and the modern one
     assert server_info.name == "memoryproject"
     tools = {tool.name: tool for tool in listed.tools}
     assert set(tools) == TOOL_NAMES
