@@ -235,12 +235,12 @@ class McpAsgiApp:
         if scope["type"] != "http":
             return
         if scope["method"] == "GET":  # no server-to-client stream in stateless mode
-            await _send_json(send, 405, {"error": {"code": "method_not_allowed", "message": "Use POST."}}, allow="POST")
+            await _send_json(send, 405, error_body("method_not_allowed", "Use POST."), {"Allow": "POST"})
             return
         caller = await sync_to_async(_authenticate_scope, thread_sensitive=False)(scope)
         if not isinstance(caller, McpCaller):
             status, body, headers = caller
-            await _send_json(send, status, body, **headers)
+            await _send_json(send, status, body, headers)
             return
         scope = {**scope, _SCOPE_KEY: caller}
         if self.manager is None:  # an ASGI server run without the lifespan
@@ -268,11 +268,10 @@ async def _served_alone(scope, receive, send) -> None:
         await manager.handle_request(scope, receive, send)
 
 
-async def _send_json(send, status: int, body: dict, **headers: str) -> None:
-    names = {"allow": "Allow"}
+async def _send_json(send, status: int, body: dict, headers: dict[str, str]) -> None:
     encoded = json.dumps(body).encode()
     response_headers = [(b"content-type", b"application/json"), (b"content-length", str(len(encoded)).encode())]
-    response_headers += [(names.get(name, name).lower().encode(), value.encode()) for name, value in headers.items()]
+    response_headers += [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()]
     await send({"type": "http.response.start", "status": status, "headers": response_headers})
     await send({"type": "http.response.body", "body": encoded})
 
@@ -289,7 +288,7 @@ _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"
 def mcp_view(request: HttpRequest) -> HttpResponse:
     """/mcp under WSGI: authenticated here, then the ASGI app for this one request (its answer is one JSON body)."""
     if request.method == "GET":
-        response = JsonResponse({"error": {"code": "method_not_allowed", "message": "Use POST."}}, status=405)
+        response = JsonResponse(error_body("method_not_allowed", "Use POST."), status=405)
         response["Allow"] = "POST"
         return response
     try:
