@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from agents.mcp import mcp_view
 from retrieval.apis import ContextApi
 from tenancy.apis import WhoAmIApi
 
@@ -26,4 +27,5 @@ urlpatterns = [
     path("api/v1/", include("ai.urls")),
     path("api/v1/", include("agents.urls")),
     path("mem0/", include("mem0api.urls")),
+    path("mcp", mcp_view, name="mcp"),  # MCP over streamable HTTP (agents.mcp); under ASGI asgi.py serves it first
 ]
