@@ -32,7 +32,8 @@ class ApiClient:
 class ApiKeyAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <key>`; the key decides the tenant, nothing in the request can."""
 
-    keyword = "Bearer"
+    keyword = "Bearer"  # what the challenge (WWW-Authenticate) and the malformed-header message name
+    keywords = ("bearer",)  # the schemes accepted, lowercase
 
     def authenticate(self, request):
         # An address past its failed attempts is refused before any key is looked up, a good one included.
@@ -40,11 +41,11 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         if not failures.allow_request(request):
             raise exceptions.Throttled(failures.wait())
         header = authentication.get_authorization_header(request).decode("latin-1").split()
-        if not header or header[0].lower() != self.keyword.lower():
+        if not header or header[0].lower() not in self.keywords:
             return None  # no key: HasApiKey refuses it (and counts the failure) where a key is required
         if len(header) != 2:
             failures.record_failure(request)
-            raise exceptions.AuthenticationFailed("Malformed Authorization header: expected 'Bearer <key>'.")
+            raise exceptions.AuthenticationFailed(f"Malformed Authorization header: expected '{self.keyword} <key>'.")
         api_key = api_key_find_active(key=header[1])
         if api_key is None:
             failures.record_failure(request)

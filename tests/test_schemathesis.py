@@ -26,6 +26,15 @@ EXAMPLES_PER_OPERATION = int(os.environ.get("SCHEMATHESIS_EXAMPLES", "25"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
+@schemathesis.serializer("application/x-ndjson", "application/jsonl")
+def json_lines(ctx, value) -> dict:
+    """The import's JSON Lines bodies (a text in the schema) as they are sent; anything else one JSON value a line."""
+    if isinstance(value, str):
+        return {"data": value.encode("utf-8", "surrogatepass")}
+    items = value if isinstance(value, list) else [value]
+    return {"data": "\n".join(json.dumps(item) for item in items).encode("utf-8", "surrogatepass")}
+
+
 @pytest.fixture
 def tenant_key(transactional_db):
     """A tenant with something to find: facts (one pending, in conflict), so generated ids now and then exist."""
