@@ -252,6 +252,12 @@ FACTS_EMBED_BATCH_SIZE = env.int("FACTS_EMBED_BATCH_SIZE", default=64)  # facts 
 
 # Default token budget of POST /api/v1/context.
 CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=800)
+# Relevance floor of /context: a fact or passage less similar to the query than this (cosine; 0 = off) is not
+# injected. Unset: the floor measured for the active embedding model (retrieval.context.MEASURED_FLOORS, chosen by
+# bench/relevance_floor.py: all-MiniLM-L6-v2 0.23 for both); a model not measured has none, since a
+# cosine means something else in each model (the hash embedder's floors cost recall before they cut anything).
+CONTEXT_FACTS_MIN_SIMILARITY = env.float("CONTEXT_FACTS_MIN_SIMILARITY", default=None)
+CONTEXT_DOCUMENTS_MIN_SIMILARITY = env.float("CONTEXT_DOCUMENTS_MIN_SIMILARITY", default=None)
 # Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.
 KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
 # kb_search: HNSW candidate list size (pgvector hnsw.ef_search; raised to the number of candidates when that

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from ai.services import degraded_without, query_vector_or_none
+from ai.services import active_embedding_model, degraded_without, query_vector_or_none
 from core.metrics import CONTEXT_BUILD_SECONDS, timed
 from core.text import estimate_tokens
 from facts.models import Fact
@@ -23,6 +23,12 @@ COLD_START_HINT = (
 )
 FACTS_HEADING = "## What you know about this user"
 DOCUMENTS_HEADING = "## Relevant documents"
+# The relevance floors (facts, documents) measured per embedding model by bench/relevance_floor.py: the highest
+# cosine floors that keep LoCoMo recall@10 of /context within 0.005 of none. all-MiniLM-L6-v2, 0.23 both: facts
+# 0.708 -> 0.706 while English off-topic questions get 0.7 facts instead of 8.9 (86% none), documents 0.704 -> 0.701
+# with no off-topic chunk (5.0 before). A model not listed has no floor until measured (a cosine means something
+# else in each model); CONTEXT_FACTS_MIN_SIMILARITY / CONTEXT_DOCUMENTS_MIN_SIMILARITY override.
+MEASURED_FLOORS = {"all-MiniLM-L6-v2": (0.23, 0.23)}
 
 
 @dataclass(frozen=True)
@@ -52,11 +58,21 @@ def context_build(
     document_limit: int = 5,
     categories: list[str] | None = None,
     agent_id: str | None = None,
+    min_fact_similarity: float | None = None,
+    min_document_similarity: float | None = None,
 ) -> Context:
-    """Search facts (and documents) with one query embedding, pack the best into `max_tokens`, and count a use
-    for every fact that was injected — and only those. While the query cannot be embedded, both searches rank by
-    keywords alone and the context says so (`degraded`)."""
+    """Search facts (and documents) with one query embedding, drop what is not similar enough to the query to be
+    worth a line of the prompt (the relevance floor), pack the best into `max_tokens`, and count a use for every
+    fact that was injected — and only those. While the query cannot be embedded, both searches rank by keywords
+    alone (only what shares a term with the query), there is no similarity to hold against a floor, and the
+    context says so (`degraded`).
+
+    min_fact_similarity / min_document_similarity: the floors, cosine between the query and the fact or passage
+    (relevance_floors() by default; 0 switches a floor off, since cosines can be negative)."""
     max_tokens = max_tokens or settings.CONTEXT_MAX_TOKENS
+    fact_floor, document_floor = relevance_floors()
+    fact_floor = fact_floor if min_fact_similarity is None else min_fact_similarity
+    document_floor = document_floor if min_document_similarity is None else min_document_similarity
     vector = query_vector_or_none(query, tenant=tenant, user_id=user_id)
     keyword_only = vector is None
     facts = facts_search(
@@ -69,12 +85,16 @@ def context_build(
         categories=categories,
         agent_id=agent_id,
     )
+    if fact_floor > 0 and not keyword_only:
+        facts = [hit for hit in facts if _fact_above_floor(hit, fact_floor)]
     documents = []
     if include_documents:
         for source in DOCUMENT_SOURCES:
             documents += source(
                 tenant=tenant, query=query, vector=vector, keyword_only=keyword_only, limit=document_limit
             )
+        if document_floor > 0 and not keyword_only:
+            documents = [hit for hit in documents if hit.vector >= document_floor]
         documents.sort(key=lambda hit: -hit.score)
     cold_start = facts_active_count(tenant=tenant, user_id=user_id, up_to=COLD_START_FACTS) < COLD_START_FACTS
 
@@ -95,6 +115,25 @@ def context_build(
     return Context(
         text, injected_facts, injected_documents, estimate_tokens(text), cold_start, degraded_without(vector)
     )
+
+
+def relevance_floors() -> tuple[float, float]:
+    """The cosine floors (facts, documents) of /context: the settings where set, else what was measured for the
+    active embedding model, else none."""
+    measured_facts, measured_documents = MEASURED_FLOORS.get(active_embedding_model(), (0.0, 0.0))
+    facts, documents = settings.CONTEXT_FACTS_MIN_SIMILARITY, settings.CONTEXT_DOCUMENTS_MIN_SIMILARITY
+    return (measured_facts if facts is None else facts, measured_documents if documents is None else documents)
+
+
+def _fact_above_floor(hit: ScoredFact, floor: float) -> bool:
+    """The floor holds the cosine, not the ranking score: the keyword part of that is scaled to the query's best
+    keyword hit (an off-topic question sharing one word with a fact makes it a "full" keyword match), and
+    confidence and recency say how much to trust a fact, not whether it answers the question. A fact still awaiting
+    its vector (embedding provider down when it was stored) has no cosine: it passes when it shares a term with the
+    query, as in a keyword-only search."""
+    if hit.fact.embedding is None:
+        return hit.keyword > 0
+    return hit.vector >= floor
 
 
 def _document_line(hit: DocumentHit) -> str:
