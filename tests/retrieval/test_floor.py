@@ -8,7 +8,7 @@ import pytest
 from django.test import override_settings
 
 from ai.services import active_embedding_model
-from facts.services import facts_import
+from facts.services import fact_remember, facts_import
 from kb.services import document_index
 from retrieval.context import COLD_START_HINT, DOCUMENTS_HEADING, FACTS_HEADING, MEASURED_FLOORS, context_build
 
@@ -146,3 +146,20 @@ def test_a_measured_model_gets_its_floors_by_default_and_an_unmeasured_one_none(
     assert (measured.facts, measured.documents) == ([], [])
     assert facts_switched_off.facts
     assert facts_switched_off.documents == []
+
+
+@pytest.mark.usefixtures("openai_settings")
+def test_a_fact_awaiting_its_vector_passes_the_floor_only_by_sharing_a_term(tenant, fake_openai, openai_settings):
+    openai_settings.CHAT_PROVIDER = "none"
+    fact_remember(tenant=tenant, user_id="u1", content="Has a dog named Rex")  # embedded
+    fake_openai.go_down("/v1/embeddings")
+    awaiting = fact_remember(tenant=tenant, user_id="u1", content="Owns the deployctl release tooling").fact
+    fake_openai.recover()
+
+    sharing = build(tenant, "who owns deployctl?", floor=0.99)
+    not_sharing = build(tenant, "what is the capital of Australia?", floor=0.99)
+
+    assert awaiting.embedding is None
+    assert [hit.fact.pk for hit in sharing.facts] == [awaiting.pk]
+    assert sharing.degraded == []  # the query had its vector: the floor held every other fact's cosine
+    assert not_sharing.facts == []
