@@ -15,6 +15,14 @@ query and a fact or passage) it prints:
 The table comes from one run at floor 0 (every hit carries its cosine, so a floor's effect is a filter of it);
 the figures with and without the chosen floors are then measured again through context_build in the same run.
 Prints figures; asserts nothing. Uses throwaway tenants.
+
+Measured 2026-12-01 (MiniLM, 759 questions): the highest floor within 0.005 is 0.23 for both kinds (0.24 costs the
+facts 0.0053); at 0.23 facts recall@10 0.7079 -> 0.7059, off-topic facts per question 9.98 -> 0.70 (English),
+10.00 -> 0.96 (Chinese), the knowledge base's questions to LoCoMo users 10.00 -> 0.33; documents 0.7038 -> 0.7014,
+off-topic English chunks 5.0 -> 0.0, Chinese 5.0 -> 3.9: MiniLM is an English model, and any two Chinese texts
+score 0.3-0.6 to each other, so a cosine floor cannot tell a Chinese passage on topic from one off it (the right
+passage of "如何回滚一次发布？" scores 0.39, an unrelated one 0.51). With the hash embedder no floor helps: 0.15
+costs the facts 0.039 of recall@10 and still injects 8.4 facts per off-topic English question.
 """
 
 import argparse

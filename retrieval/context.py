@@ -25,9 +25,10 @@ FACTS_HEADING = "## What you know about this user"
 DOCUMENTS_HEADING = "## Relevant documents"
 # The relevance floors (facts, documents) measured per embedding model by bench/relevance_floor.py: the highest
 # cosine floors that keep LoCoMo recall@10 of /context within 0.005 of none. all-MiniLM-L6-v2, 0.23 both: facts
-# 0.708 -> 0.706 while English off-topic questions get 0.7 facts instead of 8.9 (86% none), documents 0.704 -> 0.701
-# with no off-topic chunk (5.0 before). A model not listed has no floor until measured (a cosine means something
-# else in each model); CONTEXT_FACTS_MIN_SIMILARITY / CONTEXT_DOCUMENTS_MIN_SIMILARITY override.
+# 0.708 -> 0.706 while off-topic questions to a LoCoMo user get 0.70 facts instead of 9.98 (English; 86% get none)
+# and 0.96 instead of 10 (Chinese; 68%); documents 0.704 -> 0.701, no off-topic English chunk (5 before). A model
+# not listed has no floor until measured (a cosine means something else in each model); the settings
+# CONTEXT_FACTS_MIN_SIMILARITY / CONTEXT_DOCUMENTS_MIN_SIMILARITY override.
 MEASURED_FLOORS = {"all-MiniLM-L6-v2": (0.23, 0.23)}
 
 
