@@ -15,7 +15,9 @@ from .context import context_build
 
 class ContextApi(ApiView):
     """Before an LLM call: the user's relevant facts and documents as prompt-ready text within a token budget.
-    Facts that make it into the text count as used (they live longer under the forgetting policy)."""
+    Facts that make it into the text count as used (they live longer under the forgetting policy). A fact or passage
+    less similar to the query than the relevance floor (CONTEXT_FACTS_MIN_SIMILARITY / _DOCUMENTS_: cosine) is left
+    out, so an off-topic question gets none; every one returned carries its scores."""
 
     reads_only = True  # may be answered from a replica (core.replicas)
 
