@@ -1,6 +1,7 @@
 """Conflict detection of the offline judge on the labelled pairs of tests/facts/conflict_pairs.py.
 
     .venv/bin/python bench/conflicts.py [--embedder local|hash|both] [--skip-e2e] [--skip-locomo] [--background 20]
+                                        [--candidates N]
 
 Judge: every pair through judge_by_rules with the similarity the embedder gives it. Prints the detection rate (share
 of contradiction pairs judged a contradiction) and the false-conflict rate (share of compatible pairs and rewordings
@@ -13,7 +14,9 @@ earlier ones; prints the share flagged and the flagged pairs to read.
 End to end (unless --skip-e2e): each pair is played through fact_remember with the offline judge (CHAT_PROVIDER
 none) for a user who already holds `--background` other facts of everyday life and the pair's existing fact; the
 new fact then "finds" the existing one when it is among the FACTS_JUDGE_CANDIDATES nearest neighbours, and
-"flags" it when the write supersedes it or opens a conflict on it. Uses a throwaway tenant of the current settings'
+"flags" it when the write supersedes it or opens a conflict on it (--candidates N judges N neighbours instead of
+FACTS_JUDGE_CANDIDATES); also prints, per language, how often the existing fact ranks within the top 1/3/5/10 of the
+new fact's nearest. Uses a throwaway tenant of the current settings'
 database (the embedded one by default; run `manage.py migrate` first). Prints figures; asserts nothing.
 """
 
@@ -114,8 +117,7 @@ def bench_judge(embedder: str) -> None:
 
 def bench_end_to_end(embedder: str, background: int) -> None:
     tenant, _ = tenant_create(name=f"bench-conflicts-{embedder}-{uuid.uuid4().hex[:6]}")
-    rows, found = [], []
-    ranks = defaultdict(int)
+    rows, found, found_ranks = [], [], []
     try:
         for index, pair in enumerate(PAIRS):
             user_id = f"pair-{index}"
@@ -125,22 +127,25 @@ def bench_end_to_end(embedder: str, background: int) -> None:
             vector = embed_query(pair.new, tenant=tenant, user_id=user_id)
             nearest = facts_nearest(tenant=tenant, user_id=user_id, vector=vector, limit=background + 1)
             rank = next((rank for rank, n in enumerate(nearest, 1) if n.fact.pk == existing.pk), None)
-            ranks[rank if rank is not None and rank <= 5 else "later"] += 1
             found.append((pair, rank is not None and rank <= settings.FACTS_JUDGE_CANDIDATES))
+            found_ranks.append((pair, rank))
             result = fact_remember(tenant=tenant, user_id=user_id, content=pair.new)
             flagged = existing.pk in result.superseded_ids or existing.pk in _conflicted(result, existing.pk)
             rows.append((pair, flagged))
     finally:
         tenant.delete()
-    title = f"{embedder} embedder: fact_remember, offline judge, {background} background facts per user"
-    report(title, rows)
-    contradictions = [ok for pair, ok in found if pair.contradiction]
-    print(
-        f"existing fact among the {settings.FACTS_JUDGE_CANDIDATES} neighbours judged: "
-        f"{sum(contradictions) / len(contradictions):.3f} of contradiction pairs "
-        f"({sum(contradictions)}/{len(contradictions)}); rank: "
-        + ", ".join(f"{rank}: {count}" for rank, count in sorted(ranks.items(), key=lambda item: str(item[0])))
+    title = (
+        f"{embedder} embedder: fact_remember, offline judge, {background} background facts per user, "
+        f"{settings.FACTS_JUDGE_CANDIDATES} neighbours judged"
     )
+    report(title, rows)
+    for language in ("en", "zh"):
+        ranked = [rank for pair, rank in found_ranks if pair.contradiction and pair.language == language]
+        within = ", ".join(
+            f"top {top}: {sum(rank is not None and rank <= top for rank in ranked) / len(ranked):.3f}"
+            for top in (1, 3, 5, 10)
+        )
+        print(f"{language}: the existing fact of a contradiction pair ranks among the new fact's nearest: {within}")
     for (pair, neighbour), (_, flagged) in zip(found, rows, strict=True):
         if pair.contradiction and not flagged:
             why = "judged, not flagged" if neighbour else "not a neighbour"
@@ -154,7 +159,7 @@ def _conflicted(result, existing_id: int) -> set[int]:
     return set(conflicts.values_list("existing_fact_id", flat=True))
 
 
-def bench_locomo(embedder: str, shown: int) -> None:
+def bench_locomo(embedder: str, shown: int, candidates: int) -> None:
     """Unlabelled, real statements: each LoCoMo observation about a speaker (name taken out) judged against its
     FACTS_JUDGE_CANDIDATES nearest earlier observations of that speaker, as fact_remember would. Nearly all such
     pairs are compatible (a life told over months changes little), so the share flagged bounds the false conflicts
@@ -178,12 +183,12 @@ def bench_locomo(embedder: str, shown: int) -> None:
             vectors = embed(texts)
             for index in range(1, len(texts)):
                 scores = vectors[:index] @ vectors[index]
-                for earlier in scores.argsort()[::-1][: settings.FACTS_JUDGE_CANDIDATES]:
+                for earlier in scores.argsort()[::-1][:candidates]:
                     judgement = judge_by_rules(texts[index], texts[earlier], similarity=float(scores[earlier]))
                     judged_pairs += 1
                     if judgement.relation == Relation.CONTRADICTS:
                         flagged.append((texts[index], texts[earlier], judgement))
-    print(f"\n== {embedder} embedder: LoCoMo observations, each against its nearest earlier ones (unlabelled)")
+    print(f"\n== {embedder} embedder: LoCoMo observations, against its {candidates} nearest earlier ones")
     print(f"judged {judged_pairs} pairs, flagged {len(flagged)} as contradictions ({len(flagged) / judged_pairs:.3f})")
     for new, existing, judgement in flagged[:shown]:
         print(f"  {new!r}\n  / {existing!r}\n    -> {judgement.certainty}: {judgement.reason}")
@@ -200,15 +205,18 @@ def main() -> None:
     parser.add_argument("--skip-e2e", action="store_true", help="only the judge, no database")
     parser.add_argument("--background", type=int, default=20, help="other facts each user holds (at most 24)")
     parser.add_argument("--skip-locomo", action="store_true", help="no LoCoMo observations")
+    parser.add_argument("--candidates", type=int, help="FACTS_JUDGE_CANDIDATES for the end-to-end run")
     parser.add_argument("--show", type=int, default=15, help="flagged LoCoMo pairs to print")
     args = parser.parse_args()
     for embedder in ["hash", "local"] if args.embedder == "both" else [args.embedder]:
         with override_settings(EMBEDDING_PROVIDER=embedder, EMBEDDING_CACHE=False, CHAT_PROVIDER="none"):
             bench_judge(embedder)
             if not args.skip_locomo and LOCOMO.exists():
-                bench_locomo(embedder, args.show)
+                for candidates in sorted({settings.FACTS_JUDGE_CANDIDATES, 10, 20}):
+                    bench_locomo(embedder, args.show, candidates)
             if not args.skip_e2e:
-                bench_end_to_end(embedder, args.background)
+                with override_settings(FACTS_JUDGE_CANDIDATES=args.candidates or settings.FACTS_JUDGE_CANDIDATES):
+                    bench_end_to_end(embedder, args.background)
 
 
 if __name__ == "__main__":
