@@ -5,8 +5,8 @@
 
 Judge: every pair through judge_by_rules with the similarity the embedder gives it. Prints the detection rate (share
 of contradiction pairs judged a contradiction) and the false-conflict rate (share of compatible pairs and rewordings
-judged a contradiction), per language, per kind and per batch (the held-out batch was written after the rules were
-tuned on the first), then every pair judged against its label.
+judged a contradiction), per language, per kind and per batch (the second batch, written after the rules were
+tuned on the first, caught 0.59 of its contradictions then), then every pair judged against its label.
 
 LoCoMo (unless --skip-locomo): unlabelled real statements, each observation of a speaker judged against its nearest
 earlier ones; prints the share flagged and the flagged pairs to read.
@@ -91,7 +91,7 @@ def report(title: str, rows: list[tuple[Pair, bool]]) -> None:
     print(f"{'all':<22}{rates(rows)}")
     for language in ("en", "zh"):
         print(f"{language:<22}{rates([row for row in rows if row[0].language == language])}")
-    for batch in ("first", "held-out"):
+    for batch in ("first", "second"):
         print(f"batch {batch:<16}{rates([row for row in rows if row[0].batch == batch])}")
     by_kind = defaultdict(list)
     for row in rows:

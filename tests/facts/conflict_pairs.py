@@ -28,7 +28,7 @@ class Pair:
     existing: str
     kind: str
     xfail: str = ""  # why the rules still miss it; empty when they judge it right
-    batch: str = "first"  # "held-out": written after the rules were tuned on the first batch, not tuned on
+    batch: str = "first"  # "second": written once the rules caught the first batch (see below)
 
     @property
     def contradiction(self) -> bool:
@@ -43,8 +43,8 @@ def _pairs(kind: str, *rows: tuple[str, str] | tuple[str, str, str], batch: str 
     return [Pair(row[0], row[1], kind, *row[2:], batch=batch) for row in rows]
 
 
-def _held_out(kind: str, *rows: tuple[str, str] | tuple[str, str, str]) -> list[Pair]:
-    return _pairs(kind, *rows, batch="held-out")
+def _second(kind: str, *rows: tuple[str, str] | tuple[str, str, str]) -> list[Pair]:
+    return _pairs(kind, *rows, batch="second")
 
 
 PAIRS: list[Pair] = [
@@ -221,10 +221,11 @@ PAIRS: list[Pair] = [
 ]
 
 
-# Written once the rules caught the first batch, to see how they do on pairs they were not tuned on; the bench prints
-# this batch apart.
+# Written once the rules caught the first batch, to see how they do on pairs they were not tuned on: 19 of its 32
+# contradictions were caught then (0.59), 0 of 24 compatible pairs flagged. The rules were tuned on it afterwards, so
+# its figure now is no longer a held-out one; the bench still prints it apart.
 PAIRS += [
-    *_held_out(
+    *_second(
         "negation",
         ("Has no siblings", "Has an older sister"),
         ("Doesn't drink alcohol anymore", "Drinks a glass of wine with dinner"),
@@ -234,7 +235,7 @@ PAIRS += [
         ("从不吃早饭", "每天都吃早饭"),
         ("不养猫了", "养了两只猫"),
     ),
-    *_held_out(
+    *_second(
         "value",
         ("Is now based in Toronto", "Lives in Montreal"),
         ("Works at Shopify now", "Works for Amazon"),
@@ -245,7 +246,7 @@ PAIRS += [
         ("今年40岁了", "今年39岁"),
         ("更喜欢用Vim", "更喜欢用Emacs"),
     ),
-    *_held_out(
+    *_second(
         "replacement",
         ("Moved back to London", "Lives in Berlin"),
         ("Uses Linux instead of macOS", "Uses macOS"),
@@ -254,7 +255,7 @@ PAIRS += [
         ("搬去了广州", "住在武汉"),
         ("换了新工作，在京东上班", "在美团工作"),
     ),
-    *_held_out(
+    *_second(
         "exclusive",
         ("Is a widow", "Is married to John"),
         ("Usually takes the train to work", "Drives to work"),
@@ -265,13 +266,13 @@ PAIRS += [
         ("改吃素了", "喜欢吃牛肉"),
         ("分手了", "有女朋友"),
     ),
-    *_held_out(
+    *_second(
         "count",
         ("Has four grandchildren", "Has three grandchildren"),
         ("有了第二个孩子", "有一个孩子"),
         ("每周跑步三次", "每周跑步一次"),
     ),
-    *_held_out(
+    *_second(
         "compatible",
         ("Is allergic to cats", "Has a dog"),
         ("Lives in Berlin", "Grew up in Munich"),
@@ -294,7 +295,7 @@ PAIRS += [
         ("周末去钓鱼", "周末去爬山"),
         ("用微信和家人联系", "用钉钉办公"),
     ),
-    *_held_out(
+    *_second(
         "rewording",
         ("Resides in Lisbon", "Lives in Lisbon"),
         ("Is a vegan", "Follows a vegan diet"),
