@@ -1,21 +1,44 @@
 """Rule 3, explicit changes: a fact that says a value changed ("moved to Y", "不再用X，改用Y") against the other."""
 
-from .analysis import AnalysedFact, Change, families, first_family, show, states, which_fact
+from .analysis import AnalysedFact, Change, first_family, show, states, token_family, which_fact
+from .attributes import NUMBER
 from .judgement import Judgement, Relation
-from .lexicon import NAMED_CHANGE_CERTAINTY, UNNAMED_CHANGE_CERTAINTY, UNNAMED_CHANGE_FAMILIES
+from .lexicon import ATTRIBUTE_KEYS, NAMED_CHANGE_CERTAINTY, UNNAMED_CHANGE_CERTAINTY, UNNAMED_CHANGE_FAMILIES
 
 # "switched to Y" with a marker that names no attribute: the facts must at least share a topic.
 BARE_CHANGE_MIN_SIMILARITY = 0.2
+# A meeting moved to another hour is likely rescheduled, but it may also happen twice: a human decides.
+RESCHEDULE_CERTAINTY = 0.7
 
 
 def explicit_change(new: AnalysedFact, old: AnalysedFact, similarity: float) -> Judgement | None:
     if new.change is not None:
-        judgement = _judge_change(new.change, old, similarity, change_is_new=True)
+        judgement = _judge_change(new.change, old, similarity, change_is_new=True) or _rescheduled(new, old, True)
         if judgement is not None:
             return judgement
     if old.change is not None:
-        return _judge_change(old.change, new, similarity, change_is_new=False)
+        return _judge_change(old.change, new, similarity, change_is_new=False) or _rescheduled(old, new, False)
     return None
+
+
+def _rescheduled(changed: AnalysedFact, other: AnalysedFact, change_is_new: bool) -> Judgement | None:
+    """ "changed the standup to 10am" against "the standup is at 9am": a number or an hour moved, same topic."""
+    if changed.change is None:
+        return None
+    to_numbers = _numbers(changed.change.new)
+    other_numbers = _numbers(other)
+    if len(to_numbers) != 1 or len(other_numbers) != 1 or to_numbers == other_numbers or other.negation:
+        return None
+    topic = (changed.content - changed.change.new.content) & (other.content - other_numbers) - ATTRIBUTE_KEYS
+    if not topic:
+        return None
+    summary = f"'{changed.change.marker}' to {show(changed.change.new)}"
+    reason = f"change: {summary} in the {which_fact(change_is_new)} fact; the other says {next(iter(other_numbers))}"
+    return Judgement(Relation.CONTRADICTS, RESCHEDULE_CERTAINTY, reason)
+
+
+def _numbers(fact: AnalysedFact) -> frozenset[str]:
+    return frozenset(key for key in fact.content if NUMBER.fullmatch(key))
 
 
 def _judge_change(change: Change, other: AnalysedFact, similarity: float, *, change_is_new: bool) -> Judgement | None:
@@ -61,11 +84,15 @@ def _bare_change(change: Change, other: AnalysedFact, similarity: float, where: 
     family = first_family(other)
     if family is None or other.negation:
         return None
-    named = change.families | families(change.new)
+    # the verb of "now uses X" names the attribute; a word further on ("to Austin for the new job") does not
+    verb = token_family(change.new.tokens[0])
+    named = change.families | ({verb} if verb else set())
     if named and family not in named:
         return None
     if not named and (family not in UNNAMED_CHANGE_FAMILIES or similarity < BARE_CHANGE_MIN_SIMILARITY):
         return None
+    if _numbers(change.new) and change.new.content <= _numbers(change.new) | ATTRIBUTE_KEYS:
+        return None  # "changed the standup to 10am" moves an hour, not a tool: see _rescheduled
     if not other.values or other.values & change.new.what:
         return None  # no value, or a value partly shared with Y: not clearly another one
     certainty = NAMED_CHANGE_CERTAINTY[family] if named else UNNAMED_CHANGE_CERTAINTY

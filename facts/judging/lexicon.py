@@ -53,14 +53,32 @@ PHRASES: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:vs code|visual studio code)\b"), " vscode "),
     (re.compile(r"\b(?:rather than|instead of)\b"), " instead "),
     (re.compile(r"\bgo(?:es)? by\b"), " name "),
+    (re.compile(r"\b(work(?:s|ed|ing)?) for\b"), r"\1 at"),  # "works for Amazon" is "works at Amazon"
+    (re.compile(r"^((?:is|am|are|turned|turns) \S+)$"), r"\1 age"),  # "is 41": a bare number is an age
+    (re.compile(r"\btwice\b"), " 2 times "),
+    (re.compile(r"\bthrice\b"), " 3 times "),
 )
+
+
+# Counts compare as digits: "three children" and "3 kids", "两个孩子" and "2个孩子" say the same number.
+EN_NUMBERS = {
+    word: str(number)
+    for number, word in enumerate(
+        ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve")
+    )
+}
+EN_NUMBER = re.compile(r"\b(" + "|".join(EN_NUMBERS) + r")\b(?! of\b)")
+ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+# A Chinese numeral is a number only before a measure word: "一起", "十分", "一直" are words of their own.
+ZH_ORDINAL = re.compile(r"第(\d+)(?=[个只条位])")  # "有了第二个孩子": the second child makes two
+ZH_NUMBER = re.compile("([零一二两三四五六七八九十百]+)(?=[个只条名位岁次点年天周本家口套辆台门种号月倍间])")
 
 
 NEGATIONS = frozenset(
     {
         "not", "no", "never", "no_longer", "anymore", "used_to", "gave_up", "formerly", "previously",
         "stop", "stops", "stopped", "stopping", "quit", "quits", "quitting",
-        "不再", "再也不", "从不", "从来不", "没", "不", "别", "停止", "停用", "戒掉", "戒了",
+        "不再", "再也不", "从不", "从来不", "没", "不", "别", "停止", "停用", "戒掉", "戒了", "戒", "不会",
     }
 )  # fmt: skip
 
@@ -76,6 +94,7 @@ DENIALS = {
                      "detests", "detested", "讨厌", "厌恶")
     },
     "没有": "有",
+    "sold": "own",  # "sold the house" denies "owns a house"
 }  # fmt: skip
 
 
@@ -87,7 +106,7 @@ SOFT_WORDS = frozenset(
         "shall", "can", "could", "please", "then", "some", "but", "only",
         "的", "了", "地", "得", "也", "还", "都", "很", "非常", "一直", "总是", "现在", "目前", "来", "着", "呢", "吧",
         "啊", "呀", "嘛", "我", "我们", "咱们", "今年", "平时", "通常", "一般", "比较", "特别", "真的", "正在", "已经",
-        "就", "才", "更", "但是", "可是", "还是", "对于", "关于", "由于", "终于", "以前", "过去",
+        "就", "才", "更", "但是", "可是", "还是", "对于", "关于", "由于", "终于", "以前", "过去", "每天",
     }
 )  # fmt: skip
 
@@ -100,11 +119,13 @@ CJK_WORDS = {
     "居住": "live", "生活": "live", "住": "live",
     "工作": "work", "上班": "work", "任职": "work", "就职": "work",
     "名字": "name", "名叫": "name", "叫做": "name", "叫": "name",
+    "养": "have", "宠物": "pet",
     "是": "be", "有": "have", "在": "in", "于": "in", "来自": "from", "出生": "born", "岁": "age", "年龄": "age",
     "和": "and", "与": "and", "跟": "and", "及": "and", "比": "than", "而不是": "instead",
     # words that contain a lexicon character but mean something else
     "用户": "用户", "应用": "应用", "不错": "不错", "不同": "不同", "不过": "不过", "不仅": "不仅", "不但": "不但",
-    "不断": "不断", "不少": "不少", "不久": "不久", "不管": "不管", "存在": "存在",
+    "不断": "不断", "不少": "不少", "不久": "不久", "不管": "不管", "存在": "存在", "戒指": "戒指",
+    "会议": "会议", "开会": "开会", "社会": "社会", "机会": "机会", "学会": "学会",
 }  # fmt: skip
 
 
@@ -133,7 +154,7 @@ SYNONYMS = {
     "util": "use", "utilis": "use",
     "resid": "live", "base": "live",
     "employ": "work", "job": "work",
-    "call": "name",
+    "call": "name", "kid": "child",
     "favorit": "favorite", "favourit": "favorite", "colour": "color",
 }  # fmt: skip
 
@@ -182,7 +203,7 @@ _EN_CHANGE_VERB = (
 _OBJECT_WORDS = r"(?:[\w.+#]+\s+){0,3}?"  # "moved our database from X to Y"
 _ZH_CHANGE_VERB = "|".join(
     ("换成", "换到", "换为", "改成", "改为", "改用", "转到", "转向", "转用", "转为", "迁移到", "迁到", "搬到", "搬去",
-     "搬家到", "切换到", "切换成", "切到", "跳槽到", "换用")
+     "搬家到", "切换到", "切换成", "切到", "跳槽到", "换用", "改到", "调到", "挪到")
 )  # fmt: skip
 
 
@@ -193,6 +214,8 @@ CHANGE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         rf"\b{_EN_CHANGE_VERB}\s+{_OBJECT_WORDS}from\s+(?P<old>.+?)\s+(?:over\s+)?(?:to|into)\s+(?P<new>.+)",
         rf"\b{_EN_CHANGE_VERB}\s+{_OBJECT_WORDS}(?:over\s+)?to\s+(?P<new>.+?)\s+from\s+(?P<old>.+)",
         r"\b(?P<verb>replac(?:e|ed|es|ing))\s+(?P<old>.+?)\s+(?:with|by)\s+(?P<new>.+)",
+        r"\b(?P<verb>left|quit)\s+(?P<old>.+?)\s+(?:and\s+(?:joined|started at|started working at|went to)|for)\s+"
+        r"(?P<new>.+)",
         r"(?P<old>.+?)\s+(?:was|were|is|are|got|has been|have been)\s+(?P<verb>replaced)\s+(?:with|by)\s+(?P<new>.+)",
         r"(?P<new>.+?)\s+(?P<verb>instead of|rather than)\s+(?P<old>.+)",
         r"\b(?P<verb>no longer|not)\s+(?P<old>.+?)(?:\s+any ?more)?(?:\s*[,;]\s*|\s+)(?:(?:and|but)\s+)?"
@@ -219,11 +242,14 @@ MARKER_FAMILIES = {
     "搬到": frozenset({"live"}), "搬去": frozenset({"live"}), "搬家到": frozenset({"live"}),
     "改用": frozenset({"use"}), "换用": frozenset({"use"}), "转用": frozenset({"use"}),
     "迁移到": frozenset({"use"}), "迁到": frozenset({"use"}), "跳槽到": frozenset({"work"}),
+    "left": frozenset({"work"}), "quit": frozenset({"work"}),
 }  # fmt: skip
 
 
 # Change markers are looked for in statements, not in long notes (where the lazy patterns also get slow).
 MAX_CHANGE_TEXT = 300
+# A marker past the first words is seldom the fact's change: "works to bring positive changes to the community".
+MAX_WORDS_BEFORE_CHANGE = 4
 
 
 # Certainty of "switched to Y" against another value of the attribute the marker names ("moved to", "now uses").
@@ -234,3 +260,99 @@ NAMED_CHANGE_CERTAINTY = {"live": 0.85, "work": 0.85, "use": 0.65, "prefer": 0.6
 # or an employer: those are changed with words of their own ("moved to", "搬到", "joined").
 UNNAMED_CHANGE_FAMILIES = frozenset({"use", "prefer"})
 UNNAMED_CHANGE_CERTAINTY = 0.6
+
+
+# Kinds a fact may name instead of the thing: "has no pets" denies "has a cat".
+# Words, stemmed when looked up (analysis.word_stem), to the kind they are of.
+HYPERNYMS = {
+    **{
+        word: "pet"
+        for word in ("cat", "dog", "puppy", "kitten", "hamster", "parrot", "rabbit", "bunny", "guinea", "turtle",
+                     "tortoise", "snake", "lizard", "ferret", "猫", "狗", "鹦", "兔", "仓", "龟")
+    },
+    **{word: "sibling" for word in ("sister", "brother", "姐", "妹", "哥", "弟")},
+    **{word: "child" for word in ("son", "daughter", "kid", "儿", "女")},
+    **{
+        word: "alcohol"
+        for word in ("wine", "beer", "whisky", "whiskey", "vodka", "gin", "rum", "cocktail", "sake", "酒")
+    },
+}  # fmt: skip
+
+
+# What a negated fact says once its circumstances are left out: "quit smoking last year because of the cost" denies
+# "smokes"; the time and the reason are not part of what it denies.
+CLAUSE_KEYS = frozenset({"becaus", "sinc", "due", "因为", "所以"})  # not "after", "when": they narrow the scope
+TIME_KEYS = frozenset({"last", "year", "month", "week", "ago", "yesterday", "recent", "去", "年", "上", "月"})
+
+
+# A change said by "now" alone: "drives a Toyota now" after "drives a BMW" (but "now also" adds a value).
+NOW = re.compile(r"\bnow\b|\bthese days\b|现在|如今")
+ALSO = re.compile(r"\balso\b|\btoo\b|\bas well\b|也|还")
+
+
+# Particles that end a phrase, never a word: a quoted value stops before them ("搬到重庆了" quotes "重庆").
+PARTICLES = frozenset("了的地得着呢吧啊呀嘛过")
+
+
+# A plan is not a change yet: "wants to move to Lisbon" leaves "lives in Porto" true.
+PLAN = re.compile(
+    r"\b(?:wants?|wanting|plans?|planning|hopes?|hoping|intends?|intending|would like|going|considering|thinking"
+    r"|might|may|will|dreams?)\b|打算|计划|想|准备|希望|考虑|将要|要去"
+)
+
+
+# An exclusive state: one member of a class at a time (looked for in the fact's text, subject dropped, affirmative
+# facts only). A fact naming two members of one class ("retired, now works part time") names none.
+EXCLUSIVE_STATES: dict[str, dict[str, re.Pattern[str]]] = {
+    "diet": {
+        "vegan": re.compile(r"\bvegan\b|纯素"),
+        "vegetarian": re.compile(r"\bvegetarian\b|吃素|素食"),
+        "pescatarian": re.compile(r"\bpescatarian\b"),
+        "eats meat": re.compile(
+            r"\beat(?:s|ing)? (?:meat|beef|pork|chicken|steak|bacon)\b|\bmeat eater\b|吃(?:牛|猪|羊|鸡)?肉|吃牛排"
+        ),
+    },
+    "relationship status": {
+        "single": re.compile(r"\bsingle\b|单身"),
+        "married": re.compile(r"\bmarried\b|已婚|结婚"),
+        "divorced": re.compile(r"\bdivorced\b|离婚|离异"),
+        "engaged": re.compile(r"\bengaged\b|订婚"),
+        "widowed": re.compile(r"\bwidow(?:ed|er)?\b|丧偶"),
+        "in a relationship": re.compile(
+            r"\bhas an? (?:girlfriend|boyfriend|partner)\b|\bdating\b|有(?:女|男)朋友|在谈恋爱"
+        ),
+        "broke up": re.compile(r"\bbroke up\b|\bsplit up\b|\bseparated\b|分手|分居"),
+    },
+    "employment": {
+        "retired": re.compile(r"\bretired\b|退休"),
+        "unemployed": re.compile(r"\bunemployed\b|\bout of work\b|失业|待业"),
+        "left the job": re.compile(r"\bquit (?:the|a|my|his|her|their) job\b|\bresigned\b|辞职|离职"),
+        # "works as a nurse", "在银行工作"; not "writes Python at work", "工作中写Python"
+        "works": re.compile(r"\bwork(?:s|ing)? (?:at|as|in)\b|\bemployed\b|在.+?(?:工作|上班)|(?:工作|上班)了?$"),
+    },
+}
+
+
+# The head nouns of an occupation: "is a data scientist" and "is a software engineer" name two jobs.
+OCCUPATIONS_EN = frozenset(
+    {"engineer", "developer", "programmer", "scientist", "teacher", "lecturer", "professor", "nurse", "doctor",
+     "physician", "surgeon", "lawyer", "attorney", "accountant", "designer", "manager", "consultant", "analyst", "chef",
+     "cook", "writer", "student", "researcher", "architect", "pilot", "dentist", "pharmacist", "firefighter",
+     "mechanic", "electrician", "plumber", "driver", "barista", "waiter", "waitress", "artist", "photographer",
+     "journalist", "editor", "therapist", "officer", "clerk", "cashier", "tutor", "librarian", "veterinarian", "vet",
+     "musician", "translator", "administrator", "technician", "intern", "founder", "ceo", "cto", "owner"}
+)  # fmt: skip
+OCCUPATIONS_ZH = (
+    "老师", "教师", "教授", "工程师", "程序员", "经理", "医生", "护士", "律师", "会计", "设计师", "学生", "研究员",
+    "厨师", "司机", "记者", "编辑", "销售", "公务员", "科学家", "分析师", "顾问", "建筑师", "警察", "店员", "老板",
+    "创始人", "实习生", "翻译", "讲师", "主管", "总监",
+)  # fmt: skip
+ROLE_EN = re.compile(
+    r"^(?:is|am|are|works? as|working as|job is|occupation is)\s+(?:now\s+|currently\s+)?(?:an?\s+)?"
+    r"(?P<role>[\w\s-]+?)"
+    r"(?:\s+(?:at|in|for|with|by)\s+.+)?$"
+)
+ROLE_ZH = re.compile(
+    "^(?:是|当|做|担任|在.+?(?:当|做|担任))(?:一名|一位|一个|1名|1位|1个|名|位|个)?"
+    f"(?P<role>.*?(?:{'|'.join(OCCUPATIONS_ZH)}))了?$"
+)

@@ -2,11 +2,19 @@
 
 from collections.abc import Callable
 
-from .analysis import AnalysedFact, analyse, join, which_fact
+from .analysis import AnalysedFact, analyse, join, which_fact, word_stem
 from .attributes import align, value_change
 from .changes import explicit_change
 from .judgement import Judgement, Relation
-from .lexicon import ATTRIBUTE_KEYS, COMPARISON_KEYS, ORDER_KEYS
+from .lexicon import ATTRIBUTE_KEYS, COMPARISON_KEYS, HYPERNYMS, ORDER_KEYS
+from .states import exclusive_state
+
+_KINDS = {word_stem(word): word_stem(kind) for word, kind in HYPERNYMS.items()}
+
+# A negation past the first words negates a clause ("decided to run again despite not winning"), not the fact.
+MAX_WORDS_BEFORE_NEGATION = 2
+# A short denial against a fact many times longer shares a word or two by chance, not the statement.
+MAX_AFFIRMED_RATIO = 4
 
 # Nearly the same words only make a duplicate when the embeddings agree too.
 CLOSE_WORDS_MIN_SIMILARITY = 0.5
@@ -32,13 +40,21 @@ def _negation(new: AnalysedFact, old: AnalysedFact, similarity: float) -> Judgem
     if bool(new.negation) == bool(old.negation):
         return None
     negated, affirmed = (new, old) if new.negation else (old, new)
-    shared = negated.content & affirmed.content
+    if negated.negation_at > MAX_WORDS_BEFORE_NEGATION:
+        return None  # "encourages Jon to keep pushing and not give up" denies nothing the other fact says
+    affirmed_content = affirmed.content | {_KINDS[key] for key in affirmed.content if key in _KINDS}
+    shared = negated.content & affirmed_content
     if not shared or not (shared - ATTRIBUTE_KEYS or negated.content <= ATTRIBUTE_KEYS):
         return None
+    core = negated.core
     if negated.content == affirmed.content:
         certainty = 0.95
-    elif negated.content <= affirmed.content and len(negated.content) >= 2:
-        certainty = 0.9  # "never drinks coffee" denies "drinks coffee every morning"
+    elif len(affirmed.content) > MAX_AFFIRMED_RATIO * len(negated.core or negated.content):
+        return None  # "hates losing" against a long story that mentions enjoying something
+    elif negated.content <= affirmed_content and len(negated.content) >= 2:
+        certainty = 0.9  # "never drinks coffee" denies "drinks coffee every morning"; "has no pets", "has a cat"
+    elif core and core <= affirmed_content and core - ATTRIBUTE_KEYS:
+        certainty = 0.85  # "stopped running because of a knee injury" denies "runs 10 km every Sunday"
     elif len(shared) / min(len(negated.content), len(affirmed.content)) >= 0.75:
         certainty = 0.6  # "does not use MySQL for analytics" may leave "uses MySQL" true
     else:
@@ -105,6 +121,7 @@ _RULES: tuple[Rule, ...] = (
     _same_text,
     explicit_change,
     _negation,
+    exclusive_state,
     _same_words,
     _reversed_comparison,
     _containment,

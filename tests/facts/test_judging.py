@@ -372,3 +372,37 @@ def test_irregular_lemmas_are_their_own_stems():
 )
 def test_english_change_markers_name_their_attribute_by_stem(verbs, family):
     assert {verb: MARKER_FAMILIES.get(word_stem(verb)) for verb in verbs} == {verb: {family} for verb in verbs}
+
+
+@pytest.mark.parametrize(
+    ("new", "existing", "quoted"),
+    [
+        pytest.param("住在重庆", "住在成都", "'成都' -> '重庆'", id="zh-city-whose-last-character-is-a-filler"),
+        pytest.param("在重庆工作", "在成都工作", "'成都' -> '重庆'", id="zh-employer-city"),
+        pytest.param("开车上班", "骑自行车上班", "'骑自行车' -> '开车'", id="zh-value-of-single-characters"),
+        pytest.param("换了新工作，在京东上班", "在美团工作", "'美团' -> '京东'", id="zh-value-after-in"),
+        pytest.param("Has three children", "Has two children", "'2' -> '3'", id="number-words-as-digits"),
+    ],
+)
+def test_reason_quotes_whole_words(new, existing, quoted):
+    # given two facts that differ in one value, when judged, then the reason names both values whole
+    judgement = judge_by_rules(new, existing, similarity=0.5)
+
+    assert judgement.relation == Relation.CONTRADICTS
+    assert judgement.reason.endswith(quoted), judgement.reason
+
+
+def test_a_plan_is_not_a_change():
+    # given a home, when the user only plans to move, then the home still holds
+    for new, existing in [("Wants to move to Lisbon next year", "Lives in Porto"), ("打算明年搬到杭州", "住在南京")]:
+        assert judge_by_rules(new, existing, similarity=0.3).relation != Relation.CONTRADICTS
+
+
+def test_a_negation_deep_in_a_long_sentence_denies_a_clause_only():
+    judgement = judge_by_rules(
+        "Encourages Jon to keep pushing for his dreams and not give up",
+        "Encourages Jon to keep pushing, assuring him he will reach his dreams",
+        similarity=0.8,
+    )
+
+    assert judgement.relation != Relation.CONTRADICTS
