@@ -132,14 +132,14 @@ def stop(process: subprocess.Popen) -> None:
         raise
 
 
-def until(condition, seconds: float, what: str):
+def until(condition, seconds: float, what: str, log=None):
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         result = condition()
         if result:
             return result
         time.sleep(0.1)
-    raise AssertionError(f"{what}: not within {seconds} s")
+    raise AssertionError(f"{what}: not within {seconds} s" + (f"\n--- server log ---\n{log()}" if log else ""))
 
 
 @pytest.mark.parametrize("pool", ["false", "true"])
@@ -177,12 +177,21 @@ def test_kill_9_of_the_embedded_server_during_a_bulk_import_loses_no_acknowledge
 
         # Then a request succeeds within the bound, without anyone restarting anything
         def answered():
-            status, _ = call(base, key, "GET", "/api/v1/facts?user_id=importer&limit=1")
+            try:
+                status, _ = call(base, key, "GET", "/api/v1/facts?user_id=importer&limit=1")
+            except OSError:  # refused or dropped: not answered yet (the deadline, and the log, tell the rest)
+                return False
             return status == 200
 
-        until(answered, RECOVERY_DEADLINE_SECONDS - (time.monotonic() - killed_at), "a request after the kill")
+        deadline = RECOVERY_DEADLINE_SECONDS - (time.monotonic() - killed_at)
+        until(answered, deadline, "a request after the kill", log=lambda: log_tail(tmp_path))
         # and the import goes on
-        until(lambda: len(acknowledged) >= after_kill + 100, 60, "two more batches imported")
+        until(
+            lambda: len(acknowledged) >= after_kill + 100,
+            60,
+            "two more batches imported",
+            log=lambda: log_tail(tmp_path),
+        )
     finally:
         done.set()
         importer.join(timeout=60)

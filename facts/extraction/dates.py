@@ -70,3 +70,24 @@ def resolve_dates(text: str, today: date) -> str:
 
 def names_a_day(text: str) -> bool:
     return any(pattern.search(text) for pattern in (_EN_DAY, _EN_WEEKDAY, _EN_WEEK, _ZH_DAY, _ZH_WEEKDAY, _ZH_WEEK))
+
+
+def day_referred_to(text: str, today: date) -> date | None:
+    """The first day the text names, made absolute ("last Monday", "下周五"; a week is its Monday), or None."""
+    found: list[tuple[int, date]] = []
+    for match in _EN_DAY.finditer(text):
+        found.append((match.start(), today + timedelta(days=_DAY_OFFSETS[match["word"].lower()])))
+    for match in _EN_WEEKDAY.finditer(text):
+        day = _en_weekday(today, match["which"].lower(), _WEEKDAYS.index(match["day"].lower()))
+        found.append((match.start(), day))
+    for match in _EN_WEEK.finditer(text):
+        found.append((match.start(), _monday(today, _WEEK_SHIFT[match["which"].lower()])))
+    for match in _ZH_DAY.finditer(text):
+        found.append((match.start(), today + timedelta(days=_ZH_DAY_OFFSETS[match.group()])))
+    for match in _ZH_WEEKDAY.finditer(text):
+        found.append(
+            (match.start(), _monday(today, _WEEK_SHIFT[match["which"]]) + timedelta(days=_ZH_WEEKDAYS[match["day"]]))
+        )
+    for match in _ZH_WEEK.finditer(text):
+        found.append((match.start(), _monday(today, _WEEK_SHIFT[match["which"]])))
+    return min(found)[1] if found else None

@@ -2,6 +2,16 @@
 
 from .patterns import ADV, Pattern, attribute_category, en, third_person
 
+# A place, without what the speaker adds after it: "in Kyoto these days, commuting is easier" -> "in Kyoto".
+PLACE = r"(?P<rest>[^,;]+?)(?:\s+(?:now|these days|nowadays|at the moment|currently|for now))?(?:\s*[,;].*)?$"
+
+
+def _verb_of(match) -> str:
+    """ "I always use dark mode" -> "Always uses dark mode"; the imperative "Always run the tests" stays."""
+    verb = match["verb"]
+    return third_person(verb) if (match["subject"] or "").lower() == "i" else verb
+
+
 ENGLISH_STATEMENTS: tuple[Pattern, ...] = (
     # procedures
     Pattern(
@@ -11,16 +21,19 @@ ENGLISH_STATEMENTS: tuple[Pattern, ...] = (
         0.9,
     ),
     Pattern(
-        en(r"^(?:please\s+)?(?:(?:i|we)\s+)?(?P<adv>always|never)\s+(?P<rest>.+)"),
-        lambda m: f"{m['adv'].capitalize()} {m['rest']}",
+        en(r"^(?:please\s+)?(?:(?P<subject>i|we)\s+)?(?P<adv>always|never)\s+(?P<verb>[\w'-]+)(?P<rest>.*)"),
+        lambda m: f"{m['adv'].capitalize()} {_verb_of(m)}{m['rest']}",
         "procedure",
         0.8,
     ),
     # preferences
     Pattern(
-        en(rf"^i\s+{ADV}(?:do not|don't|dont)\s+{ADV}(?P<verb>like|love|enjoy|use|want)\s+(?P<rest>.+)"),
+        en(
+            rf"^i\s+{ADV}(?:do not|don't|dont)\s+{ADV}(?P<verb>like|love|enjoy|use|want|have|own|eat|drink)"
+            r"\s+(?P<rest>.+)"
+        ),
         lambda m: f"Doesn't {m['verb'].lower()} {m['rest']}",
-        "preference",
+        lambda m: "profile" if m["verb"].lower() in ("have", "own") else "preference",
         0.85,
     ),
     Pattern(
@@ -50,14 +63,45 @@ ENGLISH_STATEMENTS: tuple[Pattern, ...] = (
         0.85,
     ),
     Pattern(
-        en(rf"^i(?:'m|\s+am)?\s+{ADV}(?:live|living|reside|residing)\s+in\s+(?P<rest>.+)"),
+        en(rf"^i(?:'m|\s+am)?\s+{ADV}(?:live|living|reside|residing)\s+in\s+{PLACE}"),
         lambda m: f"Lives in {m['rest']}",
         "profile",
         0.85,
     ),
     Pattern(
-        en(rf"^i(?:'m|\s+am)\s+{ADV}based\s+in\s+(?P<rest>.+)"),
+        en(rf"^i(?:'m|\s+am)\s+{ADV}based\s+in\s+{PLACE}"),
         lambda m: f"Is based in {m['rest']}",
+        "profile",
+        0.85,
+    ),
+    Pattern(
+        en(rf"^i(?:'ve|\s+have)?\s+{ADV}(?:moved|relocated)\s+to\s+{PLACE}"),
+        lambda m: f"Moved to {m['rest']}",
+        "profile",
+        0.85,
+    ),
+    Pattern(
+        en(rf"^i(?:'m|\s+am)\s+{ADV}(?P<rest>allergic\s+to\s+.+)"),
+        lambda m: f"Is {m['rest']}",
+        "profile",
+        0.85,
+    ),
+    Pattern(
+        en(
+            rf"^i(?:'m|\s+am)\s+{ADV}(?:an?\s+)?(?P<rest>(?:vegetarian|vegan|pescatarian|married|single|divorced"
+            r"|engaged|pregnant|retired|widowed|unemployed|self-employed)\b.*)"
+        ),
+        lambda m: f"Is {m['rest']}",
+        "profile",
+        0.85,
+    ),
+    Pattern(
+        en(
+            r"^(?:i|we)(?:'ve|\s+have)(?:\s+got)?\s+(?P<rest>(?:a|an|one|two|three|four|five|six|\d+|no)\s+(?:\w+\s+)?"
+            r"(?:kids?|child|children|sons?|daughters?|dogs?|cats?|pets?|puppy|puppies|kittens?|brothers?|sisters?"
+            r"|siblings?|grandchildren|grandkids|parrots?|rabbits?|horses?|fish|hamsters?|turtles?|snakes?)\b.*)"
+        ),
+        lambda m: f"Has {m['rest']}",
         "profile",
         0.85,
     ),

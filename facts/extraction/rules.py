@@ -13,7 +13,7 @@ from datetime import date, datetime
 
 from .candidate import ExtractedFact
 from .chinese import CHINESE_STATEMENTS
-from .dates import ZH_DAY_WORD, names_a_day, resolve_dates
+from .dates import ZH_DAY_WORD, day_referred_to, names_a_day, resolve_dates
 from .english import ENGLISH_STATEMENTS
 from .filters import (
     DO_NOT_REMEMBER,
@@ -26,6 +26,7 @@ from .filters import (
     user_texts,
 )
 from .patterns import en, third_person
+from .statements import KEEP_SCORE, later_first_person, self_statement
 
 # English is tried first: a Chinese pattern never matches English text, and the reverse is rare.
 STATEMENTS = (*ENGLISH_STATEMENTS, *CHINESE_STATEMENTS)
@@ -99,7 +100,7 @@ def _extract_clause(clause: str, today: date) -> ExtractedFact | None:
         content, category = (statement[0], statement[1]) if statement else (_without_first_person(inner), "other")
         confidence = REMEMBER_CONFIDENCE
     else:
-        statement = _match_statement(clause, dated=leading_day is not None)
+        statement = _match_statement(clause, dated=leading_day is not None) or _self_statement(clause)
         if statement is None:
             return None
         content, category, confidence = statement
@@ -107,8 +108,9 @@ def _extract_clause(clause: str, today: date) -> ExtractedFact | None:
         confidence = min(confidence, HEDGED_CONFIDENCE)
     if leading_day:
         content = f"{leading_day['zh']}{content}" if leading_day["zh"] else f"{content} {leading_day['en']}"
+    refers_to = day_referred_to(content, today)
     content = _tidy(resolve_dates(content, today))
-    return ExtractedFact(content=content, category=category, confidence=confidence) if content else None
+    return ExtractedFact(content, category, confidence, refers_to=refers_to) if content else None
 
 
 def _match_statement(clause: str, *, dated: bool = False) -> tuple[str, str, float] | None:
@@ -126,6 +128,13 @@ def _match_statement(clause: str, *, dated: bool = False) -> tuple[str, str, flo
     return None
 
 
+def _self_statement(clause: str) -> tuple[str, str, float] | None:
+    said = self_statement(clause)
+    if said is None or said.score < KEEP_SCORE:
+        return None
+    return said.content, said.category, said.score
+
+
 def _without_first_person(text: str) -> str:
     """ "I have a meeting on Mondays" -> "has a meeting on Mondays"; "我对花生过敏" -> "对花生过敏"."""
     verb = _FIRST_PERSON_VERB.match(text)
@@ -138,5 +147,5 @@ def _without_first_person(text: str) -> str:
 
 
 def _tidy(content: str) -> str:
-    content = " ".join(TRAILING_SMALL_TALK.sub("", content).split())
+    content = later_first_person(" ".join(TRAILING_SMALL_TALK.sub("", content).split()))
     return content[:1].upper() + content[1:] if content[:1].isascii() else content

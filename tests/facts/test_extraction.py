@@ -113,7 +113,7 @@ STATEMENTS = [
         0.95,
         id="remember-that",
     ),
-    pytest.param("Remember that I'm allergic to peanuts", "Is allergic to peanuts", "other", 0.95, id="remember-i-am"),
+    pytest.param("Remember that I'm allergic to peanuts", "Is allergic to peanuts", "profile", 0.95, id="remember-i-am"),
     pytest.param(
         "Please remember that my name is Bea", "Name is Bea", "profile", 0.95, id="remember-a-known-statement"
     ),
