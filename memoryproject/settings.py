@@ -224,7 +224,7 @@ FACTS_MAX_CONTENT_CHARS = env.int("FACTS_MAX_CONTENT_CHARS", default=2000)
 # New facts below this confidence wait for review (pending); manual facts are always active.
 FACTS_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_AUTO_APPROVE_CONFIDENCE", default=0.7)
 # Facts extracted from conversations need more: below this they wait for a human.
-FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE", default=0.95)
+FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE", default=0.85)
 # A contradiction retires the old fact only when the judge is this sure and the new fact this confident;
 # otherwise a FactConflict opens for review.
 FACTS_SUPERSEDE_CERTAINTY = env.float("FACTS_SUPERSEDE_CERTAINTY", default=0.75)

@@ -6,6 +6,13 @@ from .patterns import ADV, Pattern, attribute_category, en, third_person
 PLACE = r"(?P<rest>[^,;]+?)(?:\s+(?:now|these days|nowadays|at the moment|currently|for now))?(?:\s*[,;].*)?$"
 
 
+# "Always good to hear", "Never saw this coming": always/never without a verb to follow is not a procedure.
+_NOT_A_VERB = (
+    r"(?!(?:good|great|nice|fun|happy|glad|here|there|up|down|a|an|the|so|too|been|saw|knew|thought|felt|had|was"
+    r"|were|is|am|ready|welcome|true|easy|hard|better|worse|say|mind)\b)(?![a-z]+ed\b)"
+)
+
+
 def _verb_of(match) -> str:
     """ "I always use dark mode" -> "Always uses dark mode"; the imperative "Always run the tests" stays."""
     verb = match["verb"]
@@ -21,7 +28,9 @@ ENGLISH_STATEMENTS: tuple[Pattern, ...] = (
         0.9,
     ),
     Pattern(
-        en(r"^(?:please\s+)?(?:(?P<subject>i|we)\s+)?(?P<adv>always|never)\s+(?P<verb>[\w'-]+)(?P<rest>.*)"),
+        en(
+            rf"^(?:please\s+)?(?:(?P<subject>i|we)\s+)?(?P<adv>always|never)\s+{_NOT_A_VERB}(?P<verb>[\w'-]+)(?P<rest>.*)"
+        ),
         lambda m: f"{m['adv'].capitalize()} {_verb_of(m)}{m['rest']}",
         "procedure",
         0.8,

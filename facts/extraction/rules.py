@@ -26,11 +26,12 @@ from .filters import (
     user_texts,
 )
 from .patterns import en, third_person
-from .statements import KEEP_SCORE, later_first_person, self_statement
+from .statements import KEEP_SCORE, UNNAMED_REFERENCE, later_first_person, self_statement
 
 # English is tried first: a Chinese pattern never matches English text, and the reverse is rare.
 STATEMENTS = (*ENGLISH_STATEMENTS, *CHINESE_STATEMENTS)
 HEDGED_CONFIDENCE = 0.5
+UNNAMED_REFERENCE_CONFIDENCE = 0.6
 
 
 # "remember that X" keeps X, as its own statement when it is one, else as said.
@@ -124,7 +125,14 @@ def _match_statement(clause: str, *, dated: bool = False) -> tuple[str, str, flo
         if rest is not None and VAGUE_OBJECT.match(TRAILING_SMALL_TALK.sub("", rest)):
             return None
         category = pattern.category if isinstance(pattern.category, str) else pattern.category(match)
-        return pattern.build(match), category, pattern.confidence
+        content = pattern.build(match)
+        # "Loves how uncomplicated it is": true, but of what? (bench/extraction.py: such facts are near less often)
+        unnamed = UNNAMED_REFERENCE.search(content)
+        return (
+            content,
+            category,
+            min(pattern.confidence, UNNAMED_REFERENCE_CONFIDENCE) if unnamed else pattern.confidence,
+        )
     return None
 
 
@@ -132,7 +140,7 @@ def _self_statement(clause: str) -> tuple[str, str, float] | None:
     said = self_statement(clause)
     if said is None or said.score < KEEP_SCORE:
         return None
-    return said.content, said.category, said.score
+    return said.content, said.category, said.confidence
 
 
 def _without_first_person(text: str) -> str:
