@@ -3,6 +3,8 @@
 
 import re
 
+from .patterns import third_person
+
 # "I <contraction>" and "I <auxiliary>": what each becomes without its subject (a contraction stays one).
 _ENGLISH_AUXILIARIES = {
     "am not": "Is not",
@@ -41,7 +43,6 @@ _ADVERBS = frozenset(
     typically recently currently actually definitely absolutely strongly truly mainly even already now no longer
     personally""".split()
 )
-_IRREGULAR = {"be": "is", "have": "has", "do": "does", "go": "goes"}
 
 _I = re.compile(r"^i(?=['\s])", re.IGNORECASE)
 # "The user lives in..." but not "User interface in dark mode": the word after it (past any adverbs) reads as a verb.
@@ -89,13 +90,7 @@ def _third_person(verb: str) -> str:
     lowered = verb.lower()
     if not lowered.isalpha() or lowered in _UNCHANGED or lowered.endswith("ed"):
         return verb
-    if lowered in _IRREGULAR:
-        return _IRREGULAR[lowered]
-    if lowered.endswith(("s", "sh", "ch", "x", "z", "o")):
-        return f"{verb}es"
-    if lowered.endswith("y") and len(lowered) > 1 and lowered[-2] not in "aeiou":
-        return f"{verb[:-1]}ies"
-    return f"{verb}s"
+    return third_person(lowered)
 
 
 def _capitalised(text: str) -> str:
