@@ -41,9 +41,9 @@ class EpisodeAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
     search_fields = ["user_id", "session_id", "summary"]
     fields = [
         "tenant", "user_id", "agent_id", "session_id", "last_message_at", "summary", "transcript",
-        "extraction_status", "extraction_error", "extraction_skip_reason", "extraction_attempts",
-        "extraction_next_attempt_at", "extracted_message_count", "message_count", "summarized_message_count",
-        "embedding_model", "created_at", "updated_at",
+        "extraction_status", "extraction_error", "extraction_skip_reason", "extraction_fallback_reason",
+        "extraction_attempts", "extraction_next_attempt_at", "extracted_message_count", "message_count",
+        "summarized_message_count", "embedding_model", "created_at", "updated_at",
     ]  # fmt: skip
     readonly_fields = fields
     inlines = [ExtractedFactInline]

@@ -67,8 +67,8 @@ class EpisodeListOutputSerializer(serializers.ModelSerializer):
         model = Episode
         fields = [
             "id", "user_id", "agent_id", "session_id", "message_count", "summary", "extraction_status",
-            "extraction_error", "extraction_skip_reason", "extraction_next_attempt_at", "last_message_at",
-            "created_at", "updated_at",
+            "extraction_error", "extraction_skip_reason", "extraction_fallback_reason", "extraction_next_attempt_at",
+            "last_message_at", "created_at", "updated_at",
         ]  # fmt: skip
 
 
@@ -83,8 +83,8 @@ class EpisodeOutputSerializer(serializers.ModelSerializer):
         fields = [
             "id", "user_id", "agent_id", "session_id", "message_count", "messages", "summary",
             "summarized_message_count", "extraction_status", "extraction_error", "extraction_skip_reason",
-            "extracted_message_count", "extraction_attempts", "extraction_next_attempt_at", "facts",
-            "last_message_at", "created_at", "updated_at",
+            "extraction_fallback_reason", "extracted_message_count", "extraction_attempts",
+            "extraction_next_attempt_at", "facts", "last_message_at", "created_at", "updated_at",
         ]  # fmt: skip
 
 

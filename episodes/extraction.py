@@ -61,11 +61,12 @@ def episode_extract(*, episode_id: int, now: datetime | None = None) -> str:
 def _claim(episode_id: int) -> int | None:
     """Mark the episode running and return how many messages this run covers; None when there is nothing to do
     (deleted, or done and up to date: a duplicate delivery). One statement, committed at once, so readers see
-    "running" during the run."""
+    "running" during the run. The fallback reason is the previous run's: this run records its own, if any."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             """
-            UPDATE episodes_episode SET extraction_status = %(running)s, updated_at = now()
+            UPDATE episodes_episode
+            SET extraction_status = %(running)s, extraction_fallback_reason = '', updated_at = now()
             WHERE id = %(id)s
               AND (summarized_message_count < message_count OR extraction_status NOT IN (%(done)s, %(skipped)s))
             RETURNING message_count
@@ -106,7 +107,8 @@ def _user_chars(episode: Episode, message_count: int) -> int:
 
 def _extract_step(episode: Episode, start: int, message_count: int) -> tuple[int, bool]:
     """One range from `start`: its facts and the watermark moved to its end commit together (facts_extract runs
-    `then` in its transaction). Returns where the next range starts, and whether any message was extractable."""
+    `then` in its transaction), with the reason when the range was extracted offline because the chat model failed.
+    Returns where the next range starts, and whether any message was extractable."""
     size = max(settings.EPISODES_EXTRACTION_STEP_MESSAGES, 1)
     # One message more is read: a user message is not parted from the assistant's reply right after it.
     messages = episode_messages(episode=episode, start=start, end=min(start + size + 1, message_count))
@@ -114,9 +116,13 @@ def _extract_step(episode: Episode, start: int, message_count: int) -> tuple[int
         messages = messages[:size]
     end = start + len(messages)
     pending = [message for message in messages if not excluded(message["index"], episode.extraction_excluded)]
+    fallback_reasons: list[str] = []  # facts_extract says why before it writes, so the watermark carries it
 
     def move_watermark() -> None:
-        moved = Episode.objects.filter(pk=episode.pk, extracted_message_count=start).update(extracted_message_count=end)
+        changes = {"extracted_message_count": end}
+        if fallback_reasons:
+            changes["extraction_fallback_reason"] = fallback_reasons[-1][:4000]
+        moved = Episode.objects.filter(pk=episode.pk, extracted_message_count=start).update(**changes)
         if not moved:  # another run moved it (runs are serialised, so only by hand): this range's facts go back
             raise RuntimeError(f"the watermark of episode {episode.pk} moved during the run")
 
@@ -129,6 +135,7 @@ def _extract_step(episode: Episode, start: int, message_count: int) -> tuple[int
             reference_time=_reference_time(pending, episode),
             episode=episode,
             on_chat_failure=ON_CHAT_FAILURE[settings.EPISODES_EXTRACTION_ON_CHAT_FAILURE],
+            on_fallback=fallback_reasons.append,
             then=move_watermark,
         )
     else:

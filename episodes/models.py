@@ -38,6 +38,9 @@ class Episode(models.Model):
     )
     extraction_error = models.TextField(blank=True)
     extraction_skip_reason = models.TextField(blank=True)
+    # Why the latest run extracted offline instead of with the chat model (its answer failed twice, or the provider
+    # did); empty when it did not fall back.
+    extraction_fallback_reason = models.TextField(blank=True)
     # Watermark: messages before this index have been through fact extraction.
     extracted_message_count = models.PositiveIntegerField(default=0)
     # [start, end) index ranges of messages posted with extraction switched off: never mined for facts.

@@ -229,8 +229,8 @@ def episode_retry(*, tenant: Tenant, episode_id: int) -> Episode:
 RESTORE_FIELDS = [
     "tenant", "user_id", "agent_id", "session_id", "message_count", "content_chars", "last_message_at", "summary",
     "summarized_message_count", "embedding", "embedding_model", "extraction_status", "extraction_error",
-    "extraction_skip_reason", "extracted_message_count", "extraction_excluded", "extraction_attempts", "created_at",
-    "updated_at",
+    "extraction_skip_reason", "extraction_fallback_reason", "extracted_message_count", "extraction_excluded",
+    "extraction_attempts", "created_at", "updated_at",
 ]  # fmt: skip
 MESSAGE_RESTORE_FIELDS = ["tenant", "episode", "position", "role", "content", "timestamp", "created_at"]
 

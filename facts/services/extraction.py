@@ -12,7 +12,7 @@ from ai.services import embed_texts
 from tenancy.models import Tenant
 
 from ..content import normalised
-from ..extraction import extract_by_rules, llm_extract
+from ..extraction import ExtractedFact, extract_by_rules, llm_extract
 from ..models import Fact
 from ..selectors import facts_list
 from .history import SYSTEM
@@ -32,17 +32,20 @@ def facts_extract(
     reference_time: datetime,
     episode=None,
     on_chat_failure: str = "fallback",
+    on_fallback: Callable[[str], None] | None = None,
     then: Callable[[], None] | None = None,
 ) -> list[RememberResult]:
     """Distil atomic facts from a conversation and remember each (source=extracted), with the messages it came from
-    (a message's "index", its place in the episode, when it has one). All or nothing: `then` (the caller's
-    watermark) runs in the same transaction as the facts' writes. When the chat model fails for good,
-    on_chat_failure "fallback" extracts by rules, "raise" lets the AIProviderError through. The chat model, one
+    (a message's "index", its place in the episode, when it has one) and the day it refers to, when one was said
+    (metadata["refers_to"], an ISO date). All or nothing: `then` (the caller's watermark) runs in the same
+    transaction as the facts' writes. When the chat model fails for good (the provider, or an answer malformed or
+    outside the contract twice), on_chat_failure "fallback" extracts offline, by rules, and calls `on_fallback`
+    with the reason before anything is written; "raise" lets the AIProviderError through. The chat model, one
     embedding call for every candidate and the judging run before that transaction; while the embedder fails the
     facts are stored awaiting their vectors and judged when they arrive."""
     if on_chat_failure not in ON_CHAT_FAILURE:
         raise ValueError(f"on_chat_failure must be one of {ON_CHAT_FAILURE}, not {on_chat_failure!r}")
-    candidates = _distinct(_candidates(tenant, user_id, messages, reference_time, on_chat_failure))
+    candidates = _distinct(_candidates(tenant, user_id, messages, reference_time, on_chat_failure, on_fallback))
 
     def new_facts() -> list[Fact]:  # afresh for each try: a rolled-back try leaves its ids on the objects
         return [
@@ -57,6 +60,7 @@ def facts_extract(
                 source_episode=episode,
                 agent_id=episode.agent_id if episode is not None else "",  # the agent's facts, as when it saves one
                 source_messages=[messages[n].get("index", n) for n in candidate.messages],
+                metadata={"refers_to": candidate.refers_to.isoformat()} if candidate.refers_to else None,
             )
             for candidate in candidates
         ]
@@ -92,7 +96,7 @@ class _Stale(Exception):
     """A candidate's neighbours changed since it was judged: the batch is judged again."""
 
 
-def _distinct(candidates: list) -> list:
+def _distinct(candidates: list[ExtractedFact]) -> list[ExtractedFact]:
     """One candidate per statement: the same words twice in one conversation are one fact."""
     seen: set[str] = set()
     kept = []
@@ -115,7 +119,14 @@ def _vectors(tenant: Tenant, facts: list[Fact]):
         return None
 
 
-def _candidates(tenant: Tenant, user_id: str, messages: list[dict], reference_time: datetime, on_chat_failure: str):
+def _candidates(
+    tenant: Tenant,
+    user_id: str,
+    messages: list[dict],
+    reference_time: datetime,
+    on_chat_failure: str,
+    on_fallback: Callable[[str], None] | None,
+) -> list[ExtractedFact]:
     chat = get_chat()
     if chat is None:
         return extract_by_rules(messages, reference_time=reference_time)
@@ -129,6 +140,9 @@ def _candidates(tenant: Tenant, user_id: str, messages: list[dict], reference_ti
     except AIProviderError as exc:
         if on_chat_failure == "raise":
             raise
-        # The rules are a real extractor too: memory keeps learning while the chat model is down.
-        logger.warning("chat extraction unavailable, extracting by rules: %s", exc.message)
+        # The rules are a real extractor too: memory keeps learning while the chat model is down or off contract.
+        reason = f"The chat model failed, so the facts were extracted offline: {exc.message}"
+        logger.warning("chat extraction (tenant %s) fell back to the offline extractor: %s", tenant.pk, exc.message)
+        if on_fallback is not None:
+            on_fallback(reason)
         return extract_by_rules(messages, reference_time=reference_time)

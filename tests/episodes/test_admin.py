@@ -33,6 +33,17 @@ def test_the_episode_page_shows_what_was_said_and_the_facts_it_produced(staff_of
     assert "Prefers PostgreSQL for new projects" in page
 
 
+def test_the_episode_page_shows_why_the_run_extracted_offline_read_only(staff_of_acme, post_episode):
+    episode_id = post_episode(conversation()).json()["id"]
+    reason = "The chat model failed, so the facts were extracted offline: the endpoint answered 503"
+    Episode.objects.filter(pk=episode_id).update(extraction_fallback_reason=reason)
+
+    page = staff_of_acme.get(f"/admin/episodes/episode/{episode_id}/change/").content.decode()
+
+    assert reason in page
+    assert 'name="extraction_fallback_reason"' not in page  # shown, not editable
+
+
 def test_staff_see_only_their_tenants_episodes(staff_of_acme, other_tenant_and_key, post_episode):
     post_episode(conversation(session_id="acme-session"))
     their_client = client_with_key(other_tenant_and_key[1])

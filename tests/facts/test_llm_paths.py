@@ -69,21 +69,43 @@ def test_malformed_answers_twice_raise_and_store_nothing_when_asked_to(tenant, f
     assert not Fact.objects.exists()
 
 
-def test_a_chat_model_failing_for_good_falls_back_to_the_rules(tenant, fake_openai):
+def offline_contents() -> list[str]:
+    return [candidate.content for candidate in extract_by_rules(MESSAGES, reference_time=WHEN)]
+
+
+def test_a_chat_model_failing_for_good_falls_back_to_the_rules_and_says_why(tenant, fake_openai):
     fake_openai.reply_next("not json", "{still not")
+    reasons = []
 
-    results = extract(tenant)
+    results = extract(tenant, on_fallback=reasons.append)
 
-    assert [r.fact.content for r in results] == [r.content for r in extract_by_rules(MESSAGES, reference_time=WHEN)]
+    assert [r.fact.content for r in results] == offline_contents()
     assert results, "the rules find the Lisbon move and the PostgreSQL preference"
+    [reason] = reasons
+    assert reason.startswith("The chat model failed, so the facts were extracted offline: ")
+    assert "fake-chat returned invalid JSON twice: $: Invalid JSON" in reason
 
 
-def test_a_malformed_answer_then_a_valid_one_is_used(tenant, fake_openai):
+def test_a_chat_endpoint_down_falls_back_to_the_rules_and_says_why(tenant, fake_openai):
+    fake_openai.go_down("/v1/chat/completions")  # the embeddings still answer
+    reasons = []
+
+    results = extract(tenant, on_fallback=reasons.append)
+
+    assert [r.fact.content for r in results] == offline_contents()
+    [reason] = reasons
+    assert "extracted offline" in reason
+    assert "503" in reason
+
+
+def test_a_malformed_answer_then_a_valid_one_is_used_without_falling_back(tenant, fake_openai):
     fake_openai.reply_next(
         "{oops", json.dumps({"facts": [{"content": "Lives in Lisbon", "category": "profile", "confidence": 0.9}]})
     )
+    reasons = []
 
-    assert [r.fact.content for r in extract(tenant)] == ["Lives in Lisbon"]
+    assert [r.fact.content for r in extract(tenant, on_fallback=reasons.append)] == ["Lives in Lisbon"]
+    assert reasons == []
 
 
 def test_the_model_judges_a_contradiction_and_the_old_fact_is_superseded(tenant, fake_openai):
@@ -213,3 +235,96 @@ def test_the_model_names_the_messages_each_fact_was_said_in(tenant, fake_openai)
     prompt = fake_openai.requests_to("/v1/chat/completions")[0]["body"]["messages"][1]["content"]
     assert "[0] user: I moved to Lisbon" in prompt
     assert "[1] assistant: Noted!" in prompt
+
+
+def test_the_answer_contract_becomes_facts_with_their_day_and_messages(tenant, fake_openai):
+    """Content without its subject, category, calibrated confidence, the day it refers to, the messages."""
+    fake_openai.reply_next(
+        json.dumps(
+            {
+                "facts": [
+                    {
+                        "content": "The user moved to Lisbon on 2023-04-05",
+                        "category": "profile",
+                        "confidence": 0.9,
+                        "refers_to": "2023-04-05",
+                        "messages": [0],
+                    },
+                    {
+                        "content": "I prefer PostgreSQL for new projects",
+                        "category": "preference",
+                        "confidence": 0.65,
+                        "refers_to": None,
+                        "messages": [0],
+                    },
+                    {"content": "我不再喜欢爬山", "category": "preference", "confidence": 0.8},
+                ]
+            }
+        )
+    )
+    messages = [{**message, "index": 4 + n} for n, message in enumerate(MESSAGES)]
+
+    facts_extract(tenant=tenant, user_id="u1", messages=messages, reference_time=WHEN)
+
+    facts = Fact.objects.filter(tenant=tenant).order_by("pk")
+    assert [(f.content, f.category, f.confidence, f.metadata, f.source_messages) for f in facts] == [
+        ("Moved to Lisbon on 2023-04-05", "profile", 0.9, {"refers_to": "2023-04-05"}, [4]),
+        ("Prefers PostgreSQL for new projects", "preference", 0.65, {}, [4]),
+        ("不再喜欢爬山", "preference", 0.8, {}, []),
+    ]
+
+
+def test_the_schema_sent_asks_for_a_date_or_null_and_integer_message_numbers(fake_openai):
+    fake_openai.reply_next(json.dumps({"facts": []}))
+
+    llm_extract(get_chat(), messages=MESSAGES, reference_time=WHEN, known_facts=[])
+
+    [body] = chat_requests(fake_openai)
+    schema = body["response_format"]["json_schema"]["schema"]
+    fact = schema["$defs"]["AnsweredFact"]["properties"]
+    assert fact["refers_to"]["anyOf"] == [{"format": "date", "type": "string"}, {"type": "null"}]
+    assert fact["messages"]["items"] == {"type": "integer"}
+    system = body["messages"][0]["content"]
+    assert "refers_to" in system
+    assert "Conversation time: 2023-05-05T12:00:00+00:00 (Friday)" in body["messages"][1]["content"]
+
+
+LISBON = {"content": "Has lived in Lisbon since April", "category": "profile", "confidence": 0.9}  # not the rules'
+
+
+@pytest.mark.parametrize(
+    ("wrong", "problem"),
+    [
+        pytest.param({"category": "location"}, "$.facts[0].category: Input should be 'preference'", id="category"),
+        pytest.param({"confidence": 1.5}, "$.facts[0].confidence: Input should be less than or equal to 1", id="1.5"),
+        pytest.param({"confidence": -0.1}, "$.facts[0].confidence: Input should be greater than or equal to 0",
+                     id="negative"),
+        pytest.param({"confidence": "0.9"}, "$.facts[0].confidence: Input should be a valid number", id="a string"),
+        pytest.param({"refers_to": "next week"}, "$.facts[0].refers_to: Value error, must be a date written YYYY-MM-DD",
+                     id="next week"),
+        pytest.param({"refers_to": "2023-13-45"}, "$.facts[0].refers_to: Value error, must be a date written "
+                     "YYYY-MM-DD, or null; 2023-13-45 is not a day", id="2023-13-45"),
+        pytest.param({"refers_to": "1683244800"}, "$.facts[0].refers_to: Value error", id="a timestamp"),
+        pytest.param({"refers_to": "2023-05-05T00:00:00Z"}, "$.facts[0].refers_to: Value error", id="a time"),
+        pytest.param({"messages": ["0"]}, "$.facts[0].messages[0]: Input should be a valid integer", id="'0'"),
+        pytest.param({"messages": [0.0]}, "$.facts[0].messages[0]: Input should be a valid integer", id="0.0"),
+        pytest.param({"messages": 0}, "$.facts[0].messages: Input should be a valid array", id="not a list"),
+        pytest.param({"content": "x" * 2001}, "$.facts[0].content: Value error, must be at most 2000", id="too long"),
+    ],
+)  # fmt: skip
+def test_an_answer_outside_the_contract_twice_falls_back_to_the_rules_naming_the_problem(
+    tenant, fake_openai, wrong, problem
+):
+    answer = json.dumps({"facts": [{**LISBON, **wrong}]})
+    fake_openai.reply_next(answer, answer)
+    reasons = []
+
+    results = extract(tenant, on_fallback=reasons.append)
+
+    assert [r.fact.content for r in results] == offline_contents()
+    assert not Fact.objects.filter(content=LISBON["content"]).exists()
+    [reason] = reasons
+    assert "extracted offline" in reason
+    assert problem in reason
+    retry = chat_requests(fake_openai)[1]["messages"][-1]["content"]
+    assert problem in retry  # the second try was told what was wrong

@@ -324,6 +324,7 @@ class Episode:
     extraction_status: str = ""
     extraction_error: str = ""
     extraction_skip_reason: str = ""
+    extraction_fallback_reason: str = ""  # why the latest run extracted offline instead of with the chat model
     extraction_next_attempt_at: datetime | None = None
     last_message_at: datetime | None = None
     created_at: datetime | None = None
