@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from .patterns import en, third_person
 
-KEEP_SCORE = 0.4  # measured by bench/extraction.py: under it fewer than half the statements are near an observation
+# bench/extraction.py: 0.35 keeps 15% more facts for 0.03 more recall, 0.5 loses 0.1 of recall.
+KEEP_SCORE = 0.4
 # LoCoMo is English: nothing measured the Chinese scores, so their facts stay under the auto-approval default.
 ZH_CEILING = 0.7
 MIN_CONTENT_WORDS = 2  # "I did it", "I'm tired": too little to be worth a memory

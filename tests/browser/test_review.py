@@ -61,7 +61,7 @@ def staff_member(username: str, tenant):
 def extracted(tenant, content: str, user_id: str = "u1", **fields) -> Fact:
     """A fact extracted from a conversation, below the auto-approve confidence: it waits for review."""
     fact = fact_remember(
-        tenant=tenant, user_id=user_id, content=content, source=Fact.Source.EXTRACTED, confidence=0.9, **fields
+        tenant=tenant, user_id=user_id, content=content, source=Fact.Source.EXTRACTED, confidence=0.8, **fields
     ).fact
     assert fact.status == Fact.Status.PENDING
     return fact

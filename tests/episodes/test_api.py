@@ -12,8 +12,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_a_conversation_becomes_pending_facts_linked_to_it_and_once_approved_they_reach_the_context(
-    api, tenant, post_episode
+    api, tenant, post_episode, settings
 ):
+    settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.99  # everything extracted waits for review
     response = post_episode(conversation())
 
     assert response.status_code == 202

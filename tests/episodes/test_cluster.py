@@ -93,8 +93,8 @@ def test_a_real_cluster_extracts_in_the_background(cluster):
     assert episode.summary
     assert episode.embedding is not None
     assert sorted(Fact.objects.filter(source_episode=episode).values_list("content", "status")) == [
-        ("Lives in Berlin", "pending"),
-        ("Prefers PostgreSQL for new projects", "pending"),
-        ("Prefers green tea in the morning", "pending"),
+        ("Lives in Berlin", "active"),  # plain statements: at the auto-approval confidence
+        ("Prefers PostgreSQL for new projects", "active"),
+        ("Prefers green tea in the morning", "active"),
     ]
     assert Success.objects.filter(func="episodes.tasks.episode_extract").count() == 2

@@ -42,6 +42,7 @@ def test_a_scripted_llm_failure_marks_the_episode_failed_with_the_message_and_a_
     api, fake_openai, openai_settings, post_episode, retry_episode
 ):
     openai_settings.EPISODES_EXTRACTION_ON_CHAT_FAILURE = "retry"
+    openai_settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.99  # everything extracted waits for review
     fake_openai.reply_next("not json", "{still not")
 
     episode_id = post_episode(conversation()).json()["id"]

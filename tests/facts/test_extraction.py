@@ -113,7 +113,9 @@ STATEMENTS = [
         0.95,
         id="remember-that",
     ),
-    pytest.param("Remember that I'm allergic to peanuts", "Is allergic to peanuts", "profile", 0.95, id="remember-i-am"),
+    pytest.param(
+        "Remember that I'm allergic to peanuts", "Is allergic to peanuts", "profile", 0.95, id="remember-i-am"
+    ),
     pytest.param(
         "Please remember that my name is Bea", "Name is Bea", "profile", 0.95, id="remember-a-known-statement"
     ),
@@ -294,3 +296,82 @@ def test_every_category_is_known():
 def test_empty_conversation():
     assert extract_by_rules([], reference_time=FRIDAY) == []
     assert extract_by_rules([{"role": "user", "content": "   "}], reference_time=FRIDAY) == []
+
+
+# What the issue found the offline extractor missed, and what a person says about themselves without a pattern.
+SELF_STATEMENTS = [
+    pytest.param("I moved to Lisbon and I prefer PostgreSQL.", ["Moved to Lisbon", "Prefers PostgreSQL"], id="readme"),
+    pytest.param("I am allergic to shellfish", ["Is allergic to shellfish"], id="allergy"),
+    pytest.param("I live in Valencia now", ["Lives in Valencia"], id="now-dropped"),
+    pytest.param("I live in Kyoto these days, commuting is easier", ["Lives in Kyoto"], id="filler-after-place"),
+    pytest.param("I'm vegetarian", ["Is vegetarian"], id="diet"),
+    pytest.param("We have three kids now", ["Has three kids now"], id="count"),
+    pytest.param("I have a dog named Rex", ["Has a dog named Rex"], id="pet"),
+    pytest.param("I don't have a dog anymore", ["Doesn't have a dog anymore"], id="no-pet"),
+    pytest.param("I always use dark mode in my editor", ["Always uses dark mode in their editor"], id="always-i"),
+    pytest.param("我不再喜欢爬山了", ["不再喜欢爬山"], id="zh-buzai"),
+    pytest.param("我养了一只猫", ["养了一只猫"], id="zh-yang-mao"),
+    pytest.param(
+        "Hey Mel! Good to see you! I went to a LGBTQ support group yesterday and it was so powerful.",
+        ["Went to a LGBTQ support group on 2023-05-04 and it was so powerful"],
+        id="event-with-day",
+    ),
+    pytest.param(
+        "Last weekend, I participated in a community event to raise money for a good cause.",
+        ["Participated in a community event to raise money for a good cause last weekend"],
+        id="leading-time",
+    ),
+    pytest.param("I just finished my first marathon", ["Just finished their first marathon"], id="later-first-person"),
+    pytest.param("I won't give up on painting, Gina", ["Won't give up on painting"], id="vocative"),
+]
+
+
+@pytest.mark.parametrize(("text", "contents"), SELF_STATEMENTS)
+def test_a_self_statement_becomes_a_third_person_fact(text, contents):
+    assert _contents(text) == contents
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("I'm so glad you enjoyed it!", id="reaction"),
+        pytest.param("I really appreciate your help with the move.", id="thanks"),
+        pytest.param("I'll see you around!", id="goodbye"),
+        pytest.param("Wow, Nate, I'm on fire!", id="exclamation"),
+        pytest.param("I think your painting is beautiful.", id="about-the-other"),
+        pytest.param("She is a doctor in Lyon.", id="another-person"),
+        pytest.param("It was chaotic when we arrived, but we pulled together.", id="no-self-subject"),
+        pytest.param("Always good to hear", id="always-without-a-verb"),
+        pytest.param("我觉得你说得对", id="zh-reaction"),
+        pytest.param("你去过北京吗", id="zh-question"),
+    ],
+)
+def test_reactions_and_statements_about_others_are_not_facts_of_the_user(text):
+    assert _extract(text) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        pytest.param("We decided yesterday to drop Python 3.10", "2023-05-04", id="yesterday"),
+        pytest.param("I went hiking last Monday with my brother", "2023-05-01", id="last-monday"),
+        pytest.param("We're moving to Kubernetes next week", "2023-05-08", id="next-week-is-its-monday"),
+        pytest.param("我们决定下周五发布", "2023-05-12", id="zh-xiazhouwu"),
+        pytest.param("I love hiking in the Alps", None, id="no-day"),
+    ],
+)
+def test_a_fact_carries_the_day_it_refers_to(text, day):
+    (fact,) = _extract(text)
+
+    assert (fact.refers_to.isoformat() if fact.refers_to else None) == day
+
+
+def test_a_statement_without_a_pattern_is_less_sure_than_one_with_and_a_vague_one_least():
+    (named,) = _extract("I love hiking in the Alps")
+    (unnamed,) = _extract("I love how quiet it is up there")
+    (event,) = _extract("I joined a pottery class at the community center last week")
+    (weak,) = _extract("I'm swamped with the kids and work")
+
+    assert named.confidence == 0.85
+    assert unnamed.confidence == 0.6
+    assert weak.confidence < event.confidence <= 0.85

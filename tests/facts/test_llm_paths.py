@@ -28,7 +28,8 @@ def extract(tenant, **options):
     return facts_extract(tenant=tenant, user_id="u1", messages=MESSAGES, reference_time=WHEN, **options)
 
 
-def test_the_model_extracts_atomic_facts_that_wait_for_review(tenant, fake_openai):
+def test_the_model_extracts_atomic_facts_that_wait_for_review(tenant, fake_openai, settings):
+    settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.95
     fake_openai.reply_next(
         json.dumps(
             {

@@ -31,7 +31,7 @@ def remember(tenant, content, **kwargs):
     return fact_remember(tenant=tenant, user_id="u1", content=content, **kwargs)
 
 
-def extracted(tenant, content, confidence=0.9):
+def extracted(tenant, content, confidence=0.8):
     """What an episode extraction stores: below FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE, so it waits for review."""
     return remember(tenant, content, source=Fact.Source.EXTRACTED, confidence=confidence)
 

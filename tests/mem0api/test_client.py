@@ -189,7 +189,10 @@ def test_an_agents_conversation_gives_that_agents_memories(acme_mem0, acme, sett
     assert acme_mem0.get_all(filters={"AND": [{"user_id": "u1"}, {"agent_id": "other"}]})["count"] == 0
 
 
-def test_extracted_facts_below_the_auto_approve_confidence_wait_for_review_before_they_are_memories(acme_mem0, acme):
+def test_extracted_facts_below_the_auto_approve_confidence_wait_for_review_before_they_are_memories(
+    acme_mem0, acme, settings
+):
+    settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.99
     acme_mem0.add(TURN_1[0]["content"], user_id="u1")  # a string is one user message, as in Mem0
 
     pending = Fact.objects.filter(tenant=acme[0], user_id="u1")

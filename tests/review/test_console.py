@@ -40,7 +40,7 @@ def staff(tenant):
 
 def pending(tenant, content, user_id="u1", **fields):
     return fact_remember(
-        tenant=tenant, user_id=user_id, content=content, source=Fact.Source.EXTRACTED, confidence=0.9, **fields
+        tenant=tenant, user_id=user_id, content=content, source=Fact.Source.EXTRACTED, confidence=0.8, **fields
     ).fact
 
 
