@@ -117,8 +117,8 @@ def measure(tenant: Tenant, samples: list[dict]) -> None:
     for low, high in zip(BUCKETS, BUCKETS[1:], strict=False):
         bucket = [best for confidence, best, _ in facts if low <= confidence < high]
         if bucket:
-            share = sum(best >= NEAR for best in bucket) / len(bucket)
-            print(f"[{low:.2f}, {min(high, 1):.2f})  {len(bucket):6d}  {sum(b >= NEAR for b in bucket):4d}   {share:.3f}")
+            hits = sum(best >= NEAR for best in bucket)
+            print(f"[{low:.2f}, {min(high, 1):.2f})  {len(bucket):6d}  {hits:4d}   {hits / len(bucket):.3f}")
     print("\nauto-approve at   approved  near   share near   left for review  near   share near")
     for threshold in THRESHOLDS:
         approved = [best for confidence, best, _ in facts if confidence >= threshold]
