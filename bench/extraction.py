@@ -123,9 +123,7 @@ def measure(tenant: Tenant, samples: list[dict]) -> None:
     for threshold in THRESHOLDS:
         approved = [best for confidence, best, _ in facts if confidence >= threshold]
         review = [best for confidence, best, _ in facts if confidence < threshold]
-        print(
-            f">= {threshold:.2f}        {len(approved):8d}  {_near(approved)}   {len(review):15d}  {_near(review)}"
-        )
+        print(f">= {threshold:.2f}        {len(approved):8d}  {_near(approved)}   {len(review):15d}  {_near(review)}")
     active = sum(status == Fact.Status.ACTIVE for _, _, status in facts)
     print(
         f"\nwith FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE={settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE}: "
