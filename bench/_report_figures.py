@@ -1,0 +1,214 @@
+"""The figures of bench/report.py from its raw measurements: pure functions (no Django, no peers), so that the
+keys of var/bench/report.json are tested without running anything (tests/test_bench_report.py)."""
+
+import json
+import statistics
+from pathlib import Path
+
+SYSTEMS = ("product", "mem0", "langgraph")
+LABELS = {"product": "this product", "mem0": "Mem0 OSS", "langgraph": "LangGraph PostgresStore"}
+SIZES = {"1k": 1000, "10k": 10000}
+# The documented keys (docs/benchmarks.md), each for every system that has the feature.
+KEYS = (
+    "search_store_p50_ms_1k",
+    "search_store_p50_ms_10k",
+    "search_e2e_p50_ms_1k",
+    "search_e2e_p50_ms_10k",
+    "add_per_s",
+    "add_per_s_8_clients",
+    "bulk_rows_per_s",
+    "locomo_recall_at_10",
+)
+LOWER_IS_BETTER = {key for key in KEYS if key.startswith("search_")}
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CORE_CATEGORIES = (1, 2, 3, 4)
+
+
+def percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[min(int(len(ordered) * share), len(ordered) - 1)]
+
+
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def store_side_ms(search: dict) -> list[float]:
+    """Search minus the embedding of the same query, paired per query (never below 0)."""
+    return [max(e2e - embed, 0.0) for embed, e2e in zip(search["embed_ms"], search["e2e_ms"], strict=True)]
+
+
+def pooled(rounds: list[dict], system: str, phase: str) -> list[dict]:
+    """The raw results of one phase of one system over every round (failed ones left out)."""
+    return [r["raw"] for r in rounds if r["system"] == system and r["phase"] == phase and r.get("raw") is not None]
+
+
+def system_figures(rounds: list[dict], system: str, recall: dict | None = None) -> dict:
+    """The documented keys (and a few companions: p95s, the query embedding, add latency) of one system, from
+    every round pooled. None where the system was not measured."""
+    figures: dict[str, float | None] = {}
+    for size in SIZES:
+        searches = pooled(rounds, system, f"search_{size}")
+        store = [value for search in searches for value in store_side_ms(search)]
+        e2e = [value for search in searches for value in search["e2e_ms"]]
+        figures[f"search_store_p50_ms_{size}"] = median(store)
+        figures[f"search_e2e_p50_ms_{size}"] = median(e2e)
+        figures[f"search_store_p95_ms_{size}"] = percentile(store, 0.95)
+        figures[f"search_e2e_p95_ms_{size}"] = percentile(e2e, 0.95)
+    embeds = [
+        value for size in SIZES for search in pooled(rounds, system, f"search_{size}") for value in search["embed_ms"]
+    ]
+    figures["query_embed_p50_ms"] = median(embeds)
+    adds = pooled(rounds, system, "add")
+    figures["add_per_s"] = _rate(adds, "count", "seconds")
+    figures["add_p50_ms"] = median([value for add in adds for value in add["latencies_ms"]])
+    figures["add_per_s_8_clients"] = _rate(pooled(rounds, system, "add_8_clients"), "count", "seconds")
+    figures["bulk_rows_per_s"] = _rate(pooled(rounds, system, "bulk"), "rows", "seconds")
+    figures["locomo_recall_at_10"] = recall["recall_at_10"] if recall else None
+    figures["locomo_evidence_recall_at_10"] = recall["evidence_recall_at_10"] if recall else None
+    return figures
+
+
+def _rate(results: list[dict], amount: str, seconds: str) -> float | None:
+    total = sum(result[seconds] for result in results)
+    return sum(result[amount] for result in results) / total if results and total > 0 else None
+
+
+def ratios(systems: dict[str, dict]) -> dict[str, dict]:
+    """This product / each peer, key by key (None where either side has no figure). Search keys: below 1 is
+    faster; throughput and recall: above 1 is better."""
+    product = systems.get("product") or {}
+    return {
+        peer: {
+            key: (product[key] / figures[key] if product.get(key) is not None and figures.get(key) else None)
+            for key in KEYS
+        }
+        for peer, figures in systems.items()
+        if peer != "product"
+    }
+
+
+def recall_scores(questions: list[dict], found: list[list]) -> dict:
+    """LoCoMo's questions ([{"category", "evidence"}], evidence = the dia_ids of the conversation's turns it rests
+    on) against what a system's search returned for each (dia_ids, best first). A question is recalled when an
+    evidence turn is among the first 10 (recall_at_10, categories 1-4); evidence_recall_at_10 is the share of its
+    evidence turns found (bench/locomo_recall.py's recall@10)."""
+    per_category: dict[int, dict[str, list[float]]] = {}
+    for question, hits in zip(questions, found, strict=True):
+        evidence, top = set(question["evidence"]), set(hits[:10])
+        scores = per_category.setdefault(question["category"], {"hit": [], "share": []})
+        scores["hit"].append(float(bool(evidence & top)))
+        scores["share"].append(len(evidence & top) / len(evidence))
+    core = [c for c in CORE_CATEGORIES if c in per_category]
+    return {
+        "recall_at_10": mean([v for c in core for v in per_category[c]["hit"]]),
+        "evidence_recall_at_10": mean([v for c in core for v in per_category[c]["share"]]),
+        "questions": sum(len(per_category[c]["hit"]) for c in core),
+        "per_category": {
+            CATEGORIES[c]: {
+                "questions": len(s["hit"]),
+                "recall_at_10": mean(s["hit"]),
+                "evidence_recall_at_10": mean(s["share"]),
+            }
+            for c, s in sorted(per_category.items())
+        },
+    }
+
+
+def mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def build_report(
+    *, rounds: list[dict], recall: dict, info: dict, machine: dict, settings: dict, skipped: list[str]
+) -> dict:
+    """var/bench/report.json: the keys per system, the ratios, the rounds' raw figures, the machine and versions."""
+    measured = [s for s in SYSTEMS if s in info]
+    systems = {s: system_figures(rounds, s, recall.get(s)) for s in measured}
+    return {
+        "settings": settings,
+        "machine": machine,
+        "versions": info,
+        "skipped": skipped,
+        "systems": systems,
+        "ratios": ratios(systems),
+        "recall": recall,
+        "rounds": rounds,
+    }
+
+
+def write_json(report: dict, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=1, default=str) + "\n")
+    return path
+
+
+def fmt(value, digits: int = 1) -> str:
+    if value is None:
+        return "-"
+    return f"{value:,.{digits}f}"
+
+
+def markdown(report: dict, plots: list[str]) -> str:
+    systems = report["systems"]
+    names = list(systems)
+    peers = [name for name in names if name != "product"]
+    lines = ["# Benchmarks: this product beside Mem0 OSS and LangGraph's PostgresStore", ""]
+    settings = report["settings"]
+    lines += [
+        f"Mode **{settings['mode']}**, {settings['rounds']} alternating rounds, {settings['queries']} queries per "
+        f"size and round; started {settings['started_at']}, took {fmt(settings.get('seconds'), 0)} s. "
+        "One embedded PostgreSQL 18 + pgvector, one all-MiniLM-L6-v2 on the same CPU. Search keys in ms "
+        "(lower is better), throughputs per second and recall (higher is better); ratio = this product / peer.",
+        "",
+    ]
+    header = "| measure | " + " | ".join(LABELS[n] for n in names) + "".join(f" | ratio vs {LABELS[p]}" for p in peers)
+    lines += [header + " |", "|---" * (1 + len(names) + len(peers)) + "|"]
+    digits = {"locomo_recall_at_10": 3, "locomo_evidence_recall_at_10": 3}
+    for key in (*KEYS, "locomo_evidence_recall_at_10", "query_embed_p50_ms", "add_p50_ms"):
+        cells = [fmt(systems[n].get(key), digits.get(key, 1)) for n in names]
+        cells += [fmt(report["ratios"][p].get(key), 2) + ("x" if report["ratios"][p].get(key) else "") for p in peers]
+        lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
+    recall = report["recall"]
+    if recall:
+        lines += ["", "## LoCoMo recall@10 per category (development split)", ""]
+        categories = list(CATEGORIES.values())
+        lines += ["| category | questions | " + " | ".join(LABELS[n] for n in recall) + " |"]
+        lines += ["|---" * (2 + len(recall)) + "|"]
+        for category in categories:
+            rows = [recall[n]["per_category"].get(category) for n in recall]
+            count = next((row["questions"] for row in rows if row), 0)
+            lines.append(
+                f"| {category} | {count} | " + " | ".join(fmt(row and row["recall_at_10"], 3) for row in rows) + " |"
+            )
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{Path(plot).stem}]({Path(plot).name})" for plot in plots]
+    lines += ["", "## Rounds", "", "| round | phase | system | figure |", "|---|---|---|---|"]
+    for entry in report["rounds"]:
+        lines.append(f"| {entry['round']} | {entry['phase']} | {LABELS[entry['system']]} | {entry['summary']} |")
+    if report["skipped"]:
+        lines += ["", "## Not measured in this run", ""] + [f"- {reason}" for reason in report["skipped"]]
+    lines += ["", "## Machine and versions", "", "```", json.dumps(report["machine"], indent=1, default=str)]
+    lines += [json.dumps(report["versions"], indent=1, default=str), "```", ""]
+    return "\n".join(lines)
+
+
+def round_summary(phase: str, raw: dict | None, error: str | None = None) -> str:
+    """One line for a round's result, as printed and as written in report.md."""
+    if raw is None:
+        return f"failed: {(error or '').strip().splitlines()[-1][:200] if error else 'no result'}"
+    if phase.startswith("search_"):
+        return (
+            f"store p50 {fmt(median(store_side_ms(raw)), 2)} ms, e2e p50 {fmt(median(raw['e2e_ms']), 2)} ms, "
+            f"embed p50 {fmt(median(raw['embed_ms']), 2)} ms ({len(raw['e2e_ms'])} queries)"
+        )
+    if phase in ("add", "add_8_clients"):
+        text = f"{fmt(raw['count'] / raw['seconds'])} adds/s ({raw['count']} in {fmt(raw['seconds'], 2)} s)"
+        if raw.get("errors"):
+            text += f", {raw['attempted'] - raw['count']} failed: {raw['errors'][0][:120]}"
+        return text
+    if phase == "bulk":
+        return f"{fmt(raw['rows'] / raw['seconds'])} rows/s ({raw['rows']} rows in {fmt(raw['seconds'], 2)} s)"
+    return json.dumps(raw)[:200]
