@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 export DJANGO_ENV ?= development
 
 .DEFAULT_GOAL := help
-.PHONY: help install run test test-external-db lint bench bench-load clean
+.PHONY: help install run test test-external-db lint bench bench-quick bench-load clean
 
 help: ## Show this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -20,6 +20,12 @@ $(STAMP): pyproject.toml constraints.txt clients/python/pyproject.toml
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv and install the project with its dev and offline-model extras, and its Python client
+
+# The bench targets only: the `bench` extra (matplotlib, for the report's plots) on top of install.
+BENCH_STAMP := $(VENV)/.bench-installed
+$(BENCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[dev,local,bench]"
+	@touch $(BENCH_STAMP)
 
 run: install ## Migrate, collect static files, ensure a demo tenant and admin, then serve (gunicorn + worker) on 127.0.0.1:8000
 	$(PY) manage.py migrate --noinput
@@ -43,9 +49,15 @@ lint: install ## Check the code: ruff (style, imports, bugs) and import-linter (
 	$(PY) -m ruff format --check .
 	$(VENV)/bin/lint-imports
 
-bench: install ## Run the benchmarks under bench/ (they print figures; nothing is asserted)
+bench: $(BENCH_STAMP) ## Run every benchmark under bench/, then the report beside Mem0 and LangGraph (var/bench/report.md)
 	$(PY) manage.py migrate --noinput
-	@for script in bench/[!_]*.py; do echo "== $$script"; $(PY) $$script || exit 1; done
+	@for script in bench/[!_]*.py; do [ "$$script" = bench/report.py ] && continue; \
+		echo "== $$script"; $(PY) $$script || exit 1; done
+	$(PY) bench/report.py
+
+bench-quick: $(BENCH_STAMP) ## The report beside Mem0 and LangGraph alone, in quick mode (under 10 minutes; var/bench/report.md)
+	$(PY) manage.py migrate --noinput
+	$(PY) bench/report.py --quick
 
 bench-load: install ## Load test of `manage.py serve` with embedding faults (bench/load.py, all scenarios; LOAD_ARGS=--quick)
 	$(PY) bench/load.py --scenario all --both $(LOAD_ARGS)

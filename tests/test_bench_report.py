@@ -1,0 +1,136 @@
+"""bench/report.py's figures and JSON from given measurements (pure functions: no peers, no database), and its
+--help. The benchmark itself is run by `make bench` / `make bench-quick`, never by the suite."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
+
+import _report_figures as figures  # noqa: E402
+
+
+def search(embed_ms, e2e_ms):
+    return {"embed_ms": embed_ms, "e2e_ms": e2e_ms}
+
+
+def rounds_of(system, *, with_10k=True, store_extra=0.0):
+    """Two rounds of every phase for one system. Embedding and search vary together per query, so the median of
+    the paired differences (2 ms, + store_extra) differs from the difference of the medians."""
+    entries = []
+    for number in (1, 2):
+        raw = {
+            "search_1k": search([10, 20, 30], [40 + store_extra, 22 + store_extra, 32 + store_extra]),
+            "add": {"count": 10, "seconds": 0.5, "latencies_ms": [40, 50, 60]},
+            "add_8_clients": {"count": 80, "attempted": 80, "seconds": 2.0, "errors": []},
+            "bulk": {"rows": 200, "seconds": 2.0},
+        }
+        if with_10k:
+            raw["search_10k"] = search([10, 10, 10], [30, 31, 32])
+        entries += [{"round": number, "phase": phase, "system": system, "raw": r} for phase, r in raw.items()]
+    return entries
+
+
+RECALL = {
+    "recall_at_10": 0.7,
+    "evidence_recall_at_10": 0.6,
+    "questions": 10,
+    "per_category": {"multi-hop": {"questions": 10, "recall_at_10": 0.7, "evidence_recall_at_10": 0.6}},
+}
+
+
+def test_every_documented_key_is_written_per_system_with_ratios_against_each_peer(tmp_path):
+    # Given: two rounds of the product and Mem0, and LangGraph measured at 1k only
+    rounds = rounds_of("product") + rounds_of("mem0", store_extra=2.0) + rounds_of("langgraph", with_10k=False)
+    info = {name: {"versions": {}} for name in ("product", "mem0", "langgraph")}
+    recall = {"product": RECALL, "mem0": RECALL | {"recall_at_10": 0.5}}
+    # When: the report is built and written
+    report = figures.build_report(rounds=rounds, recall=recall, info=info, machine={}, settings={}, skipped=[])
+    written = json.loads(figures.write_json(report, tmp_path / "bench" / "report.json").read_text())
+    # Then: every key is there for every system, None where the system was not measured
+    for name in ("product", "mem0", "langgraph"):
+        assert set(figures.KEYS) <= set(written["systems"][name])
+    product, mem0, langgraph = (written["systems"][n] for n in ("product", "mem0", "langgraph"))
+    assert product["search_store_p50_ms_1k"] == 2  # median of (30, 2, 2), not median(e2e) - median(embed) = 12
+    assert mem0["search_store_p50_ms_1k"] == 4
+    assert product["search_e2e_p50_ms_1k"] == 32
+    assert product["search_store_p50_ms_10k"] == 21
+    assert langgraph["search_store_p50_ms_10k"] is None
+    assert product["add_per_s"] == 20  # 20 adds in 1 s over both rounds
+    assert product["add_per_s_8_clients"] == 40
+    assert product["bulk_rows_per_s"] == 100
+    assert product["locomo_recall_at_10"] == 0.7
+    assert langgraph["locomo_recall_at_10"] is None
+    # and the ratios are this product / each peer, key by key
+    assert set(written["ratios"]) == {"mem0", "langgraph"}
+    assert set(written["ratios"]["mem0"]) == set(figures.KEYS)
+    assert written["ratios"]["mem0"]["search_store_p50_ms_1k"] == pytest.approx(0.5)
+    assert written["ratios"]["mem0"]["locomo_recall_at_10"] == pytest.approx(1.4)
+    assert written["ratios"]["langgraph"]["search_e2e_p50_ms_10k"] is None
+    assert written["ratios"]["langgraph"]["add_per_s"] == pytest.approx(1.0)
+    # and the rounds' raw figures are kept
+    assert len(written["rounds"]) == len(rounds)
+
+
+def test_a_failed_round_is_left_out_of_the_figures():
+    # Given: the product's second bulk round failed
+    rounds = rounds_of("product")
+    failed = next(r for r in rounds if r["round"] == 2 and r["phase"] == "bulk")
+    failed["raw"] = None
+    # When / then: the rate is the first round's alone
+    assert figures.system_figures(rounds, "product")["bulk_rows_per_s"] == 100
+    assert figures.round_summary("bulk", None, "Traceback...\nRuntimeError: dead port").endswith("dead port")
+
+
+def test_recall_counts_a_question_when_an_evidence_turn_is_in_the_top_10_over_categories_1_to_4():
+    # Given: four questions, one adversarial (category 5), one whose evidence is 11th
+    questions = [
+        {"category": 1, "evidence": ["D1:1", "D1:2"]},
+        {"category": 4, "evidence": ["D2:1"]},
+        {"category": 4, "evidence": ["D3:1"]},
+        {"category": 5, "evidence": ["D4:1"]},
+    ]
+    found = [["D1:2", "x"], ["D2:1"], [f"n{i}" for i in range(10)] + ["D3:1"], ["D4:1"]]
+    # When
+    scores = figures.recall_scores(questions, found)
+    # Then: 2 of the 3 core questions recalled; half of the first one's evidence found
+    assert scores["recall_at_10"] == pytest.approx(2 / 3)
+    assert scores["evidence_recall_at_10"] == pytest.approx((0.5 + 1 + 0) / 3)
+    assert scores["questions"] == 3
+    assert scores["per_category"]["adversarial"]["recall_at_10"] == 1.0
+    assert scores["per_category"]["single-hop"]["recall_at_10"] == 0.5
+
+
+def test_the_markdown_report_has_a_row_per_key_and_the_rounds():
+    rounds = rounds_of("product") + rounds_of("mem0")
+    for entry in rounds:
+        entry["summary"] = figures.round_summary(entry["phase"], entry["raw"])
+    settings = {"mode": "quick", "rounds": 2, "queries": 3, "started_at": "now", "seconds": 1.0}
+    report = figures.build_report(
+        rounds=rounds,
+        recall={"product": RECALL},
+        info={"product": {}, "mem0": {}},
+        machine={},
+        settings=settings,
+        skipped=["LangGraph: not chosen"],
+    )
+    text = figures.markdown(report, ["/x/latency_vs_memories.png"])
+    for key in figures.KEYS:
+        assert f"| `{key}` |" in text
+    assert "ratio vs Mem0 OSS" in text
+    assert "![latency_vs_memories](latency_vs_memories.png)" in text
+    assert "- LangGraph: not chosen" in text
+    assert "store p50 2.00 ms" in text
+
+
+def test_report_help_runs_without_starting_anything():
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "report.py"), "--help"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    assert "--quick" in result.stdout
+    assert "var/bench/report.json" in result.stdout
