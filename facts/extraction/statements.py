@@ -11,7 +11,8 @@ group on 2023-05-07", "养了一只猫". Pure functions, like the rest of the of
 import re
 from dataclasses import dataclass
 
-from .patterns import en, third_person
+from .patterns import en
+from .subject import subjectless
 
 # bench/extraction.py: 0.35 keeps 15% more facts for 0.03 more recall, 0.5 loses 0.1 of recall.
 KEEP_SCORE = 0.4
@@ -80,27 +81,6 @@ _STOPWORDS = frozenset(
     " i'm i've i'd i'll me not no do did does done have has had".split()
 )
 
-# The subject taken off, the verb put in the third person: "I'm" -> "Is", "I love" -> "Loves", "I went" -> "Went".
-_LEADING_SUBJECT = (
-    (en(r"^i(?:'m|\s+am)\s+"), "is "),
-    (en(r"^i(?:'ve|\s+have)\s+(?=\w+(?:ed|en|t|wn|ne|ung|ught|ade|one|ept|ird|ost)\b)"), "has "),
-    (en(r"^i(?:'ve|\s+have)\s+"), "has "),
-    (en(r"^i'd\s+"), "would "),
-    (en(r"^i(?:'ll|\s+will)\s+"), "will "),
-    (en(r"^i\s+was\s+"), "was "),
-    (en(r"^my\s+"), ""),
-)
-_ADVERBS = (
-    r"(?:(?:just|really|also|always|usually|finally|recently|actually|still|totally|even|never|often|now|first|then"
-    r"|later|once|soon|already|eventually|definitely|probably|kinda|sorta|especially|sometimes|mostly|truly)\s+)*"
-)
-_LEADING_VERB = en(rf"^i\s+(?P<adverbs>{_ADVERBS})(?P<verb>[a-z']+)\b")
-_PAST_OR_MODAL = en(
-    r"^(?:\w+ed|went|got|made|took|began|ran|won|lost|met|saw|found|bought|built|wrote|read|left|became|had|did"
-    r"|came|gave|felt|kept|sent|spent|told|thought|brought|caught|taught|held|heard|sold|stood|understood|drove"
-    r"|flew|grew|knew|threw|wore|swam|sang|drank|ate|fell|forgot|chose|rode|broke|spoke|woke|paid|said|sat|put"
-    r"|can|could|can't|couldn't|won't|wouldn't|should|shouldn't|must|might|may|don't|didn't|do|need|used)$"
-)
 # Later in the clause the speaker is "they": "they" takes the verb forms "I" takes, except for am/was.
 _LATER_FIRST_PERSON = (
     (en(r"\bi(?:'m|\s+am)\b"), "they're"),
@@ -112,6 +92,7 @@ _LATER_FIRST_PERSON = (
     (en(r"\bme\b"), "them"),
     (en(r"\bmine\b"), "theirs"),
 )
+_MY = en(r"^my\s+")  # the user's own: "My kids are excited" is about the user
 _TRAILING_VOCATIVE = re.compile(r",\s*[A-Z][a-z]+$")  # "I won't give up, Gina"
 UNNAMED_REFERENCE = en(
     r"\b(?:it|this|that one|these|those|there|you|your)\b|\b(?:loves?|likes?|enjoys?) (?:how|that|when)\b"
@@ -175,18 +156,9 @@ def _chinese(clause: str) -> Statement | None:
 
 
 def _third_person(clause: str) -> str:
-    clause = _TRAILING_VOCATIVE.sub("", clause.rstrip(" .!;:,"))
-    for pattern, replacement in _LEADING_SUBJECT:
-        if pattern.match(clause):
-            clause = pattern.sub(replacement, clause, count=1)
-            break
-    else:
-        verb = _LEADING_VERB.match(clause)
-        if verb is not None:
-            said = verb["verb"].lower()
-            head = "doesn't" if said == "don't" else said if _PAST_OR_MODAL.match(said) else _conjugated(said)
-            clause = f"{verb['adverbs']}{head}{clause[verb.end() :]}"
-    clause = later_first_person(clause)
+    """ "I just finished my first marathon" -> "Just finished their first marathon"; "My kids are…" -> "Kids are…"."""
+    clause = _MY.sub("", _TRAILING_VOCATIVE.sub("", clause.rstrip(" .!;:,")), count=1)
+    clause = later_first_person(subjectless(clause))
     return clause[:1].upper() + clause[1:]
 
 
@@ -195,12 +167,6 @@ def later_first_person(text: str) -> str:
     for pattern, replacement in _LATER_FIRST_PERSON:
         text = pattern.sub(replacement, text)
     return text
-
-
-def _conjugated(verb: str) -> str:
-    """ "color-code" -> "color-codes": a compound verb conjugates its last part."""
-    head, dash, tail = verb.rpartition("-")
-    return f"{head}{dash}{third_person(tail)}" if dash else third_person(verb)
 
 
 def _category(clause: str) -> str:

@@ -35,13 +35,13 @@ _UNCHANGED = frozenset(
     """can could will would shall should may might must used ought went got bought made took left came began grew
     met saw said told found felt thought knew became gave ran wrote sold built spent lost won kept brought taught
     quit broke fell flew drove ate drank chose sent paid heard held stood understood sat slept wore swam sang rode
-    forgot caught fought sought""".split()
+    forgot caught fought sought did gave threw woke spoke put""".split()
 )
 # Words that may stand between the subject and its verb ("I really like tea" -> "Really likes tea").
 _ADVERBS = frozenset(
     """always never usually often sometimes rarely seldom really also still just only mostly generally normally
     typically recently currently actually definitely absolutely strongly truly mainly even already now no longer
-    personally""".split()
+    personally first then later once soon eventually probably kinda sorta especially finally""".split()
 )
 
 _I = re.compile(r"^i(?=['\s])", re.IGNORECASE)
@@ -87,10 +87,10 @@ def _english_third_person(rest: str) -> str:
 
 
 def _third_person(verb: str) -> str:
-    lowered = verb.lower()
+    head, dash, lowered = verb.lower().rpartition("-")  # "color-code" -> "color-codes": the last part agrees
     if not lowered.isalpha() or lowered in _UNCHANGED or lowered.endswith("ed"):
         return verb
-    return third_person(lowered)
+    return f"{head}{dash}{third_person(lowered)}"
 
 
 def _capitalised(text: str) -> str:
