@@ -51,9 +51,11 @@ lint: install ## Check the code: ruff (style, imports, bugs) and import-linter (
 
 bench: $(BENCH_STAMP) ## Run every benchmark under bench/, then the report beside Mem0 and LangGraph (var/bench/report.md)
 	$(PY) manage.py migrate --noinput
+	@rm -rf var/bench/scripts && mkdir -p var/bench/scripts
 	@for script in bench/[!_]*.py; do [ "$$script" = bench/report.py ] && continue; \
-		echo "== $$script"; $(PY) $$script || exit 1; done
-	$(PY) bench/report.py
+		echo "== $$script"; $(PY) $$script 2>&1 | tee var/bench/scripts/$$(basename $$script .py).txt; \
+		[ $${PIPESTATUS[0]} -eq 0 ] || exit 1; done
+	$(PY) bench/report.py --scripts var/bench/scripts
 
 bench-quick: $(BENCH_STAMP) ## The report beside Mem0 and LangGraph alone, in quick mode (under 10 minutes; var/bench/report.md)
 	$(PY) manage.py migrate --noinput

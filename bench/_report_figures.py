@@ -20,6 +20,12 @@ KEYS = (
     "locomo_recall_at_10",
 )
 LOWER_IS_BETTER = {key for key in KEYS if key.startswith("search_")}
+# The product's /context (context_build: one query embedding, facts and documents, usage counted), end to end; the
+# ratios hold it against each peer's end-to-end search of the same size.
+CONTEXT_KEYS = {f"context_p50_ms_{size}": f"search_e2e_p50_ms_{size}" for size in SIZES}
+# Measured once per run: disk per 1,000 memories after seeding, and the resident memory (MB) of a process holding
+# the system with its model loaded.
+FOOTPRINT_KEYS = ("disk_kb_per_1000_memories", "rss_mb")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 CORE_CATEGORIES = (1, 2, 3, 4)
 
@@ -57,6 +63,8 @@ def system_figures(rounds: list[dict], system: str, recall: dict | None = None) 
         figures[f"search_e2e_p50_ms_{size}"] = median(e2e)
         figures[f"search_store_p95_ms_{size}"] = percentile(store, 0.95)
         figures[f"search_e2e_p95_ms_{size}"] = percentile(e2e, 0.95)
+        contexts = [value for context in pooled(rounds, system, f"context_{size}") for value in context["e2e_ms"]]
+        figures[f"context_p50_ms_{size}"] = median(contexts)
     embeds = [
         value for size in SIZES for search in pooled(rounds, system, f"search_{size}") for value in search["embed_ms"]
     ]
@@ -77,14 +85,17 @@ def _rate(results: list[dict], amount: str, seconds: str) -> float | None:
 
 
 def ratios(systems: dict[str, dict]) -> dict[str, dict]:
-    """This product / each peer, key by key (None where either side has no figure). Search keys: below 1 is
-    faster; throughput and recall: above 1 is better."""
+    """This product / each peer, key by key (None where either side has no figure), and the product's /context
+    over the peer's end-to-end search (`context_p50_ms_1k_vs_search_e2e`...). Search keys: below 1 is faster;
+    throughput and recall: above 1 is better."""
     product = systems.get("product") or {}
+
+    def ratio(mine, theirs):
+        return mine / theirs if mine is not None and theirs else None
+
     return {
-        peer: {
-            key: (product[key] / figures[key] if product.get(key) is not None and figures.get(key) else None)
-            for key in KEYS
-        }
+        peer: {key: ratio(product.get(key), figures.get(key)) for key in KEYS}
+        | {f"{key}_vs_search_e2e": ratio(product.get(key), figures.get(search)) for key, search in CONTEXT_KEYS.items()}
         for peer, figures in systems.items()
         if peer != "product"
     }
@@ -122,11 +133,23 @@ def mean(values: list[float]) -> float | None:
 
 
 def build_report(
-    *, rounds: list[dict], recall: dict, info: dict, machine: dict, settings: dict, skipped: list[str]
+    *,
+    rounds: list[dict],
+    recall: dict,
+    info: dict,
+    machine: dict,
+    settings: dict,
+    skipped: list[str],
+    footprint: dict | None = None,
 ) -> dict:
-    """var/bench/report.json: the keys per system, the ratios, the rounds' raw figures, the machine and versions."""
+    """var/bench/report.json: the keys per system, the ratios, the rounds' raw figures, the machine and versions.
+    footprint: per system, FOOTPRINT_KEYS measured outside the rounds (disk, resident memory)."""
     measured = [s for s in SYSTEMS if s in info]
-    systems = {s: system_figures(rounds, s, recall.get(s)) for s in measured}
+    footprint = footprint or {}
+    systems = {
+        s: system_figures(rounds, s, recall.get(s)) | {key: footprint.get(s, {}).get(key) for key in FOOTPRINT_KEYS}
+        for s in measured
+    }
     return {
         "settings": settings,
         "machine": machine,
@@ -167,10 +190,23 @@ def markdown(report: dict, plots: list[str]) -> str:
     header = "| measure | " + " | ".join(LABELS[n] for n in names) + "".join(f" | ratio vs {LABELS[p]}" for p in peers)
     lines += [header + " |", "|---" * (1 + len(names) + len(peers)) + "|"]
     digits = {"locomo_recall_at_10": 3, "locomo_evidence_recall_at_10": 3}
-    for key in (*KEYS, "locomo_evidence_recall_at_10", "query_embed_p50_ms", "add_p50_ms"):
+    extra = ("locomo_evidence_recall_at_10", "query_embed_p50_ms", "add_p50_ms", *CONTEXT_KEYS, *FOOTPRINT_KEYS)
+    for key in (*KEYS, *extra):
         cells = [fmt(systems[n].get(key), digits.get(key, 1)) for n in names]
-        cells += [fmt(report["ratios"][p].get(key), 2) + ("x" if report["ratios"][p].get(key) else "") for p in peers]
+        ratio_key = f"{key}_vs_search_e2e" if key in CONTEXT_KEYS else key
+        cells += [
+            fmt(report["ratios"][p].get(ratio_key), 2) + ("x" if report["ratios"][p].get(ratio_key) else "")
+            for p in peers
+        ]
         lines.append(f"| `{key}` | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "`context_p50_ms_*`: the product's /context end to end (context_build in process); its ratios are over each "
+        "peer's end-to-end search of the same size. `disk_kb_per_1000_memories`: the system's tables, indexes "
+        "and TOAST after seeding, over its rows. `rss_mb`: resident memory of a process holding the system with its "
+        "model loaded (a peer's runner after the rounds; for the product a fresh process once it has embedded and "
+        "searched, as a web worker or the task worker).",
+    ]
     recall = report["recall"]
     if recall:
         lines += ["", "## LoCoMo recall@10 per category (development split)", ""]
@@ -188,11 +224,27 @@ def markdown(report: dict, plots: list[str]) -> str:
     lines += ["", "## Rounds", "", "| round | phase | system | figure |", "|---|---|---|---|"]
     for entry in report["rounds"]:
         lines.append(f"| {entry['round']} | {entry['phase']} | {LABELS[entry['system']]} | {entry['summary']} |")
+    if report.get("scripts"):
+        lines += ["", "## The other benchmarks of this run (`make bench`)", ""]
+        lines += [
+            "Each script's figures as it printed them (bench/README in docs/benchmarks.md says what each measures)."
+        ]
+        for script, output in report["scripts"].items():
+            lines += ["", f"### bench/{script}.py", "", "```", output.rstrip(), "```"]
     if report["skipped"]:
         lines += ["", "## Not measured in this run", ""] + [f"- {reason}" for reason in report["skipped"]]
     lines += ["", "## Machine and versions", "", "```", json.dumps(report["machine"], indent=1, default=str)]
     lines += [json.dumps(report["versions"], indent=1, default=str), "```", ""]
     return "\n".join(lines)
+
+
+def script_outputs(folder: Path, *, last_lines: int = 60) -> dict[str, str]:
+    """{script name: the last lines it printed} from the folder `make bench` writes (one <script>.txt each)."""
+    outputs = {}
+    for path in sorted(Path(folder).glob("*.txt")):
+        lines = path.read_text(errors="replace").splitlines()
+        outputs[path.stem] = "\n".join(line for line in lines[-last_lines:] if "WARNING: Location" not in line)
+    return outputs
 
 
 def round_summary(phase: str, raw: dict | None, error: str | None = None) -> str:
@@ -204,6 +256,8 @@ def round_summary(phase: str, raw: dict | None, error: str | None = None) -> str
             f"store p50 {fmt(median(store_side_ms(raw)), 2)} ms, e2e p50 {fmt(median(raw['e2e_ms']), 2)} ms, "
             f"embed p50 {fmt(median(raw['embed_ms']), 2)} ms ({len(raw['e2e_ms'])} queries)"
         )
+    if phase.startswith("context_"):
+        return f"p50 {fmt(median(raw['e2e_ms']), 2)} ms end to end ({len(raw['e2e_ms'])} queries)"
     if phase in ("add", "add_8_clients"):
         text = f"{fmt(raw['count'] / raw['seconds'])} adds/s ({raw['count']} in {fmt(raw['seconds'], 2)} s)"
         if raw.get("errors"):

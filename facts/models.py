@@ -1,10 +1,11 @@
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from pgvector.django import VectorField
+from pgvector.django import HalfVectorField, VectorField
 
 from core.text import search_text
 from tenancy.models import Tenant
@@ -94,7 +95,8 @@ class Fact(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            # Per-user search is an exact scan of one user's rows (DESIGN.md): this btree finds them.
+            # One user's rows: lists, and the exact scan of a search in the past (current facts are searched
+            # through FactSearchEntry).
             models.Index(fields=["tenant", "user_id", "status"], name="fact_tenant_user_status"),
             # The embedding sweep's due facts: a handful of rows, so a partial index of those alone.
             models.Index(
@@ -128,6 +130,48 @@ class Fact(models.Model):
     def refresh_search_text(self) -> None:
         """Call before bulk_create / bulk_update, which skip save()."""
         self.search_text = search_text(self.content, dates=(self.occurred_at or self.valid_from,))
+
+
+class FactSearchEntry(models.Model):
+    """The narrow copy of each fact a search can find (current, active or pending), which facts_search reads
+    instead of the wide facts_fact rows: ~1 kB a row (a halfvec and the keywords) instead of ~2.3 kB, and a GIN
+    index that finds one user's keyword matches alone. Written by PostgreSQL only: triggers on facts_fact (migration
+    0013) keep it in step with every insert, COPY, update and delete, so no write path can forget it.
+
+    keywords is the fact's search_vector plus one scope lexeme, 'zs' + md5('<tenant id>:<user id>')
+    (search_scope_lexeme): a query ANDs it with its terms, so the GIN index yields the rows of that user only
+    (btree_gin, which would index the user beside the words, is not in every PostgreSQL)."""
+
+    fact = models.OneToOneField(
+        Fact, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"
+    )
+    user_id = models.CharField(max_length=255)
+    agent_id = models.CharField(max_length=255)
+    category = models.CharField(max_length=20)
+    status = models.CharField(max_length=20)
+    # Half precision: the scan picks candidates by it, and facts_search re-scores them with the full vector. No
+    # size of its own: it is a copy, whatever size facts_fact.embedding has (manage.py reembed resizes that one).
+    embedding = HalfVectorField(null=True)
+    vector_model = models.CharField(max_length=200)  # the model of the vector, "" without one
+    awaiting_vector = models.BooleanField()
+    keywords = SearchVectorField()
+
+    class Meta:
+        indexes = [
+            # Covering what a search filters on, so counting a user's entries reads the index alone.
+            models.Index(
+                fields=["tenant", "user_id", "status"],
+                include=["vector_model", "awaiting_vector"],
+                name="factsearch_tenant_user_status",
+            ),
+            GinIndex(fields=["keywords"], name="factsearch_keywords"),
+        ]
+
+    def __str__(self) -> str:
+        return f"search entry of fact {self.fact_id}"
 
 
 class FactEvent(models.Model):

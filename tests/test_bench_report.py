@@ -31,6 +31,8 @@ def rounds_of(system, *, with_10k=True, store_extra=0.0):
         }
         if with_10k:
             raw["search_10k"] = search([10, 10, 10], [30, 31, 32])
+        if system == "product":
+            raw["context_1k"] = {"e2e_ms": [12, 16, 14]}
         entries += [{"round": number, "phase": phase, "system": system, "raw": r} for phase, r in raw.items()]
     return entries
 
@@ -49,7 +51,10 @@ def test_every_documented_key_is_written_per_system_with_ratios_against_each_pee
     info = {name: {"versions": {}} for name in ("product", "mem0", "langgraph")}
     recall = {"product": RECALL, "mem0": RECALL | {"recall_at_10": 0.5}}
     # When: the report is built and written
-    report = figures.build_report(rounds=rounds, recall=recall, info=info, machine={}, settings={}, skipped=[])
+    footprint = {"product": {"disk_kb_per_1000_memories": 3100.0, "rss_mb": 690.0}, "mem0": {"rss_mb": 800.0}}
+    report = figures.build_report(
+        rounds=rounds, recall=recall, info=info, machine={}, settings={}, skipped=[], footprint=footprint
+    )
     written = json.loads(figures.write_json(report, tmp_path / "bench" / "report.json").read_text())
     # Then: every key is there for every system, None where the system was not measured
     for name in ("product", "mem0", "langgraph"):
@@ -67,11 +72,19 @@ def test_every_documented_key_is_written_per_system_with_ratios_against_each_pee
     assert langgraph["locomo_recall_at_10"] is None
     # and the ratios are this product / each peer, key by key
     assert set(written["ratios"]) == {"mem0", "langgraph"}
-    assert set(written["ratios"]["mem0"]) == set(figures.KEYS)
+    assert set(written["ratios"]["mem0"]) == set(figures.KEYS) | {
+        f"{key}_vs_search_e2e" for key in figures.CONTEXT_KEYS
+    }
     assert written["ratios"]["mem0"]["search_store_p50_ms_1k"] == pytest.approx(0.5)
     assert written["ratios"]["mem0"]["locomo_recall_at_10"] == pytest.approx(1.4)
     assert written["ratios"]["langgraph"]["search_e2e_p50_ms_10k"] is None
     assert written["ratios"]["langgraph"]["add_per_s"] == pytest.approx(1.0)
+    assert (product["disk_kb_per_1000_memories"], product["rss_mb"]) == (3100.0, 690.0)
+    assert (mem0["disk_kb_per_1000_memories"], mem0["rss_mb"], langgraph["rss_mb"]) == (None, 800.0, None)
+    assert product["context_p50_ms_1k"] == 14
+    assert (product["context_p50_ms_10k"], mem0["context_p50_ms_1k"]) == (None, None)  # not measured
+    assert written["ratios"]["mem0"]["context_p50_ms_1k_vs_search_e2e"] == pytest.approx(14 / 34)
+    assert written["ratios"]["mem0"]["context_p50_ms_10k_vs_search_e2e"] is None
     # and the rounds' raw figures are kept
     assert len(written["rounds"]) == len(rounds)
 
@@ -119,12 +132,33 @@ def test_the_markdown_report_has_a_row_per_key_and_the_rounds():
         skipped=["LangGraph: not chosen"],
     )
     text = figures.markdown(report, ["/x/latency_vs_memories.png"])
-    for key in figures.KEYS:
+    for key in (*figures.KEYS, *figures.CONTEXT_KEYS, *figures.FOOTPRINT_KEYS):
         assert f"| `{key}` |" in text
+    assert "| `context_p50_ms_1k` | 14.0 | - | 0.44x |" in text  # over Mem0's end-to-end search at 1k (32 ms)
+    assert "p50 14.00 ms end to end (3 queries)" in text
     assert "ratio vs Mem0 OSS" in text
     assert "![latency_vs_memories](latency_vs_memories.png)" in text
     assert "- LangGraph: not chosen" in text
     assert "store p50 2.00 ms" in text
+
+
+def test_the_other_scripts_outputs_of_make_bench_join_the_markdown(tmp_path):
+    (tmp_path / "forgetting.txt").write_text("sweep over 1,000,000 facts: 412 s\n")
+    (tmp_path / "kb.txt").write_text("\n".join(f"line {n}" for n in range(100)) + "\n")
+    rounds = rounds_of("product")
+    for entry in rounds:
+        entry["summary"] = figures.round_summary(entry["phase"], entry["raw"])
+    report = figures.build_report(
+        rounds=rounds, recall={}, info={"product": {}}, machine={}, settings={"mode": "full",
+        "rounds": 2, "queries": 3, "started_at": "now", "seconds": 1.0}, skipped=[],
+    )  # fmt: skip
+    report["scripts"] = figures.script_outputs(tmp_path)
+
+    text = figures.markdown(report, [])
+
+    assert "### bench/forgetting.py\n\n```\nsweep over 1,000,000 facts: 412 s\n```" in text
+    assert "line 40\n" in text  # the last 60 lines of a long output
+    assert "line 39\n" not in text
 
 
 def test_report_help_runs_without_starting_anything():

@@ -122,6 +122,27 @@ def test_embedded_server_is_shared_keeps_its_data_and_stops_with_the_last_proces
     assert not server_running(data_dir)
 
 
+@pytest.mark.slow
+def test_the_servers_tuning_applies_random_page_cost_at_once_and_shared_buffers_from_the_next_start(
+    tmp_path, monkeypatch
+):
+    data_dir = tmp_path / "pgdata"
+    monkeypatch.setenv("EMBEDDED_PG_SHARED_BUFFERS", "160MB")
+    monkeypatch.setenv("EMBEDDED_PG_RANDOM_PAGE_COST", "1.5")
+    show = (
+        CONNECT
+        + """
+    print(conn.execute("SELECT current_setting('shared_buffers'), current_setting('random_page_cost')").fetchone())
+    """
+    )
+
+    first = finish(run_python(show, data_dir)).strip()
+    second = finish(run_python(show, data_dir)).strip()
+
+    # shared_buffers needs a restart: a new data folder starts on PostgreSQL's default, then on the setting
+    assert (first, second) == ("('128MB', '1.5')", "('160MB', '1.5')")
+
+
 def manage(*args: str, data_dir: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "EMBEDDED_PG_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
     env.pop("DATABASE_URL", None)

@@ -31,12 +31,15 @@ INDEXES_WITHOUT_TENANT_FIRST = {
     ("kb.KBChunk", "kbchunk_search_vector_gin"): "per partition",
     # The embedding sweep's due facts across tenants, by next attempt: partial (the few awaiting a vector).
     ("facts.Fact", "fact_embedding_pending"): "per partition (the sweep then asks each partition)",
+    # The user's keyword matches: its entries carry the tenant and user in a scope lexeme of their own.
+    ("facts.FactSearchEntry", "factsearch_keywords"): "per partition",
 }
 # Foreign keys between tenant tables on the id alone: each becomes (tenant_id, id), with the primary keys.
 FOREIGN_KEYS_TO_WIDEN = {
     ("facts.Fact", "source_episode"), ("facts.Fact", "superseded_by"), ("facts.FactConflict", "existing_fact"),
     ("facts.FactConflict", "new_fact"), ("kb.KBChunk", "document"), ("kb.DocumentIndexing", "document"),
     ("episodes.EpisodeMessage", "episode"),
+    ("facts.FactSearchEntry", "fact"),  # no constraint in the database (triggers keep it), but a link all the same
 }  # fmt: skip
 
 

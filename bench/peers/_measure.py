@@ -4,6 +4,7 @@
 A system is an object with
     embed_query(text)                  -> anything (the query embedding alone, as the system's search makes it)
     search(user, query, limit)         -> list of dia_ids (None for memories without one), best first
+    context(user, query)               -> anything (optional: the product's /context, embedding included)
     add(user, text)                    -> None (one memory through the system's public single add)
     bulk(user, texts)                  -> None (one call of the system's public bulk add)
     seed(user, items)                  -> None (setup, not measured: items are {"content", "dia_id"?, "occurred_at"?})
@@ -36,6 +37,18 @@ def paired_search(system, user: str, queries: list[str], limit: int = 10, warmup
         embed_ms.append((embedded - started) * 1000)
         e2e_ms.append((finished - embedded) * 1000)
     return {"embed_ms": embed_ms, "e2e_ms": e2e_ms}
+
+
+def timed_contexts(system, user: str, queries: list[str], warmup: int = 3) -> dict:
+    """Per query, the whole context build (its embedding included)."""
+    for query in queries[:warmup]:
+        system.context(user, query)
+    e2e_ms = []
+    for query in queries:
+        started = time.perf_counter()
+        system.context(user, query)
+        e2e_ms.append((time.perf_counter() - started) * 1000)
+    return {"e2e_ms": e2e_ms}
 
 
 def single_adds(system, user: str, texts: list[str]) -> dict:
@@ -111,6 +124,8 @@ def run(system, command: dict) -> dict:
         return seed(system, command["users"])
     if op == "search":
         return paired_search(system, command["user"], command["queries"], command.get("limit", 10))
+    if op == "context":
+        return timed_contexts(system, command["user"], command["queries"])
     if op == "add":
         return single_adds(system, command["user"], command["texts"])
     if op == "add_concurrent":

@@ -1,6 +1,7 @@
 """A fact reduced to what the rules compare: normalised text, tokens (stemmed, synonyms merged), its negation,
 content and value words, and the explicit change it states, if any."""
 
+import functools
 import unicodedata
 from dataclasses import dataclass
 
@@ -95,6 +96,7 @@ class Change:
     families: frozenset[str]  # attributes the marker itself changes; empty when it names none
 
 
+@functools.lru_cache(maxsize=4096)  # a new fact is judged against 5 neighbours, and neighbours recur
 def analyse(text: str, *, find_change: bool = True) -> AnalysedFact:
     normalised = _normalise(text)
     body = _numbers(_phrases(_drop_subject(normalised)))

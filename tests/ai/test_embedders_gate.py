@@ -32,7 +32,9 @@ class CountingModel:
         shared["started"].release()
         try:
             assert shared["hold"].wait(timeout=30), "the test never released the call"
-            return np.ones((len(texts), 4), dtype=np.float32)
+            if shared.get("fail"):
+                raise RuntimeError("the model failed")
+            return np.asarray([[float(text.split()[-1])] * 4 for text in texts], dtype=np.float32)
         finally:
             with shared["lock"]:
                 shared["active"] -= 1
@@ -56,6 +58,8 @@ def local(monkeypatch):
     embedder._model = CountingModel(shared)
     embedder._free_models = [embedder._model]
     embedder._models_lock = threading.Lock()
+    embedder._waiting = []
+    embedder._waiting_lock = threading.Lock()
     embedder.batch_size = 64
     embedder.dimensions = 4
     return embedder, shared
@@ -97,7 +101,55 @@ def test_no_more_calls_run_at_once_than_the_bound_each_on_a_model_of_its_own(set
     assert shared["most"] == limit
     assert len(shared["models"]) == limit  # concurrent calls never share a model (its tokenizer is not thread-safe)
     assert shared["copies"] == limit - 1
-    assert all(result.shape == (1, 4) for result in results)
+    assert [result.tolist() for result in results] == [[[float(index)] * 4] for index in range(6)]
+
+
+def test_short_calls_waiting_together_go_through_the_model_as_one_batch_each_getting_its_own_vectors(settings, local):
+    settings.EMBEDDING_MAX_CONCURRENCY = 1
+    settings.EMBEDDING_SLICE_SIZE = 8
+    embedder, shared = local
+    results = {}
+
+    threads = run_in_threads(1, lambda _: results.setdefault(0, embedder.embed(["first 0"])))
+    assert shared["started"].acquire(timeout=30)  # the first call runs (and is held) ...
+    threads += run_in_threads(5, lambda index: results.setdefault(index + 1, embedder.embed([f"q {index + 1}"] * 2)))
+    wait_until(lambda: embedders.EMBEDDING_GATE.waiting_short() == 5)  # ... while five more wait
+    shared["hold"].set()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert len(shared["calls"]) == 2  # the five waiting calls in one model call
+    assert sorted(shared["calls"][1]) == sorted(text for index in range(1, 6) for text in [f"q {index}"] * 2)
+    assert {index: result.tolist() for index, result in results.items()} == {
+        0: [[0.0] * 4],
+        **{index: [[float(index)] * 4] * 2 for index in range(1, 6)},
+    }
+
+
+def test_a_batch_that_fails_fails_each_of_its_calls_and_the_next_calls_still_run(settings, local):
+    settings.EMBEDDING_MAX_CONCURRENCY = 1
+    embedder, shared = local
+    outcomes = {}
+
+    def work(index):
+        try:
+            outcomes[index] = embedder.embed([f"q {index}"]).tolist()
+        except RuntimeError as exc:
+            outcomes[index] = str(exc)
+
+    shared["fail"] = True
+    threads = run_in_threads(1, work)
+    assert shared["started"].acquire(timeout=30)
+    threads += run_in_threads(2, lambda index: work(index + 1))
+    wait_until(lambda: embedders.EMBEDDING_GATE.waiting_short() == 2)
+    shared["hold"].set()
+    for thread in threads:
+        thread.join(timeout=30)
+    shared["fail"] = False
+    work(3)
+
+    assert outcomes == {0: "the model failed", 1: "the model failed", 2: "the model failed", 3: [[3.0] * 4]}
+    assert embedder._waiting == []
 
 
 def test_a_long_call_is_sliced_and_a_query_waiting_meanwhile_goes_before_its_next_slice(settings, local):
@@ -109,13 +161,13 @@ def test_a_long_call_is_sliced_and_a_query_waiting_meanwhile_goes_before_its_nex
 
     threads = run_in_threads(1, lambda _: results.setdefault("document", embedder.embed(document)))
     assert shared["started"].acquire(timeout=30)  # the first slice runs (and is held)
-    threads += run_in_threads(1, lambda _: results.setdefault("query", embedder.embed(["how do I deploy?"])))
+    threads += run_in_threads(1, lambda _: results.setdefault("query", embedder.embed(["how do I deploy? 7"])))
     wait_until(lambda: embedders.EMBEDDING_GATE.waiting_short() == 1)
     shared["hold"].set()
     for thread in threads:
         thread.join(timeout=30)
 
-    assert shared["calls"] == [document[0:8], ["how do I deploy?"], document[8:16], document[16:24]]
+    assert shared["calls"] == [document[0:8], ["how do I deploy? 7"], document[8:16], document[16:24]]
     assert results["document"].shape == (24, 4)
     assert shared["most"] == 1
 

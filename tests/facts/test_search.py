@@ -217,25 +217,88 @@ def test_a_paraphrase_with_no_shared_words_is_found_by_meaning(settings, tenant)
     assert search(tenant, "What kind of pet do they own?", limit=1) == ["Has a golden retriever called Biscuit"]
 
 
-def test_the_plan_reads_one_users_rows_through_the_tenant_user_btree(tenant):
-    for batch in range(2):
-        store(tenant, [f"Note {batch}.{n} about billing and deploys" for n in range(1000)], user_id="someone-else")
-    store(tenant, [f"Fact {n} about tea" for n in range(40)])
+def explained(sql: str, params: dict) -> dict:
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_fact")
+        cursor.execute("ANALYZE facts_factsearchentry")
+        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        [[[plan]]] = cursor.fetchall()
+    return plan["Plan"]
+
+
+def plan_nodes(node):
+    yield node
+    for child in node.get("Plans", []):
+        yield from plan_nodes(child)
+
+
+def indexes_used(node) -> set[str]:
+    return {child["Index Name"] for child in plan_nodes(node) if "Index Name" in child}
+
+
+def crowd_the_table(tenant):
+    """The user's 530 facts (30 about tea) among 3,000 of ten other users: one user's rows are a small share of a
+    table, as in production, where the plan matters."""
+    for other in range(10):
+        store(tenant, [f"Note {n} about billing and deploys" for n in range(300)], user_id=f"someone-else-{other}")
+    store(tenant, [f"Fact {n} about tea" for n in range(30)] + [f"Fact {n} about cake" for n in range(500)])
+
+
+def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_facts(tenant):
+    crowd_the_table(tenant)
     sql, params = facts_search_statement(
         tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea", tenant=tenant, user_id="u1")
     )
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE facts_fact")
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
-        [[[plan]]] = cursor.fetchall()
 
-    def nodes(node):
-        yield node
-        for child in node.get("Plans", []):
-            yield from nodes(child)
+    plan = explained(sql, params)
 
-    scans = [node for node in nodes(plan["Plan"]) if node.get("Relation Name") == "facts_fact"]
+    nodes = list(plan_nodes(plan))
+    assert "Seq Scan" not in {node["Node Type"] for node in nodes}
+    ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in nodes if "Subplan Name" in node}
+    assert indexes_used(ctes["nearest"]) == {"factsearch_tenant_user_status"}
+    assert ctes["nearest"]["Actual Rows"] == params["pool"]  # the user's nearest entries, each once
+    assert "factsearch_keywords" in indexes_used(ctes["matched"])
+    assert ctes["matched"]["Actual Rows"] == 30  # the user's entries with "tea" alone, not the crowd's
+    facts = [node for node in nodes if node.get("Relation Name") == "facts_fact"]
+    assert [node["Index Name"] for node in facts] == ["facts_fact_pkey"]
+    assert facts[0]["Actual Loops"] == params["pool"]  # whole facts are read for the pool only
+
+
+def test_a_search_in_the_past_scans_the_users_rows_through_the_tenant_user_btree(tenant):
+    crowd_the_table(tenant)
+    sql, params = facts_search_statement(
+        tenant=tenant,
+        user_id="u1",
+        query="tea",
+        vector=embed_query("tea", tenant=tenant, user_id="u1"),
+        as_of=datetime.now(UTC),
+    )
+
+    plan = explained(sql, params)
+
+    scans = [node for node in plan_nodes(plan) if node.get("Relation Name") == "facts_fact"]
     assert "Seq Scan" not in {node["Node Type"] for node in scans}
-    base = next(node for node in nodes(plan["Plan"]) if node.get("Subplan Name") == "CTE base")
-    assert [node.get("Index Name") for node in nodes(base) if "Index Name" in node] == ["fact_tenant_user_status"]
-    assert base["Actual Rows"] == 40  # the user's rows only, each once
+    base = next(node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE base")
+    assert indexes_used(base) == {"fact_tenant_user_status"}
+    assert base["Actual Rows"] == 530  # the user's rows only, each once
+
+
+@pytest.mark.parametrize("with_vector", [True, False])
+def test_the_entries_give_the_candidates_and_scores_of_the_exact_scan(tenant, with_vector):
+    rng = np.random.default_rng(13)
+    words = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
+    store(tenant, [" ".join(rng.choice(words, size=4)) + f" note {n}" for n in range(300)])
+    store(tenant, ["Drinks tea in Lisbon"] * 3, user_id="someone-else")
+    fact_reject(tenant=tenant, fact_id=Fact.objects.filter(tenant=tenant, user_id="u1").first().pk, actor="test")
+    for query in ("tea lisbon", "piano chess river", "vault", "the"):
+        vector = embed_query(query, tenant=tenant, user_id="u1") if with_vector else None
+        rows = {}
+        for path, options in (("entries", {}), ("scan", {"occurred_before": datetime(3000, 1, 1, tzinfo=UTC)})):
+            sql, params = facts_search_statement(
+                tenant=tenant, user_id="u1", query=query, vector=vector, limit=5, **options
+            )
+            with connection.cursor() as cursor:
+                cursor.execute(sql, params)
+                rows[path] = [(row[0], round(row[-3], 5), round(row[-2], 5)) for row in cursor.fetchall()]
+        assert rows["entries"] == rows["scan"], query
+        assert len(rows["entries"]) == (20 if with_vector else len(rows["entries"]))
