@@ -105,7 +105,7 @@ def facts_nearest(
         "statuses": statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
         "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
         "vector": vector_literal(vector),
-        "nearest": limit + NEAREST_MARGIN,
+        "pool": limit + NEAREST_MARGIN,
         "limit": limit,
     }
     with connection.cursor() as cursor:
@@ -190,19 +190,6 @@ _HIT_FIELDS = [
 ]
 _HIT_COLUMNS = ", ".join(f"f.{field.column}" for field in _HIT_FIELDS)
 _AT = {field.attname: index for index, field in enumerate(_HIT_FIELDS)}  # a column's place in a hit row
-# facts_nearest's statement: the nearest entries by half precision, then their facts re-scored with full vectors.
-_NEIGHBOURS_SQL = f"""
-WITH nearest AS MATERIALIZED (
-    SELECT fact_id FROM facts_factsearchentry
-    WHERE tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s) AND vector_model = %(model)s
-    ORDER BY embedding <=> %(vector)s::halfvec, fact_id
-    LIMIT %(nearest)s
-)
-SELECT {_HIT_COLUMNS}, f.embedding <=> %(vector)s::vector AS distance
-FROM nearest JOIN facts_fact f ON f.id = nearest.fact_id AND f.tenant_id = %(tenant)s
-ORDER BY distance, f.id
-LIMIT %(limit)s
-"""
 MIN_CANDIDATES = 20  # what MMR chooses from at least; LoCoMo recall@10 is the same with 20, 30 or 40
 
 
@@ -389,13 +376,21 @@ CROSS JOIN LATERAL (SELECT {exact_vector_score} AS vector_score, pool.keyword_sc
 ORDER BY %(vector_weight)s * scored.vector_score + %(keyword_weight)s * scored.keyword_score DESC, f.id DESC
 LIMIT %(candidates)s
 """
+# The user's `pool` entries nearest to the query by half precision (the search's and facts_nearest's).
 _NEAREST_SQL = """nearest AS MATERIALIZED (
     SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
     FROM facts_factsearchentry
     WHERE {where} AND vector_model = %(model)s
     ORDER BY vector_score DESC, fact_id DESC
     LIMIT %(pool)s
-),
+)"""
+# facts_nearest's statement: those entries' facts, re-scored with their full vectors.
+_NEIGHBOURS_SQL = f"""
+WITH {_NEAREST_SQL.format(where="tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)")}
+SELECT {_HIT_COLUMNS}, f.embedding <=> %(vector)s::vector AS distance
+FROM nearest JOIN facts_fact f ON f.id = nearest.id AND f.tenant_id = %(tenant)s
+ORDER BY distance, f.id
+LIMIT %(limit)s
 """
 
 
@@ -406,7 +401,7 @@ def _entries_statement(
     where = " AND ".join([*clauses, "(vector_model = %(model)s OR awaiting_vector)"])
     params["scope"] = search_scope_lexeme(params["tenant"], params["user_id"])
     sql = _ENTRIES_SQL.format(
-        nearest=_NEAREST_SQL.format(where=where) if with_vector else "",
+        nearest=_NEAREST_SQL.format(where=where) + ",\n" if with_vector else "",
         vector_score="coalesce(1 - (embedding <=> %(vector)s::halfvec), 0)" if with_vector else "0::float8",
         match_columns=keywords.match_columns("keywords"),
         where=where,

@@ -6,7 +6,9 @@ import pytest
 from django.apps import apps
 from django.conf import settings
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
+from ai.embedders import HashEmbedder
 from core.text import query_terms
 from kb.models import KBChunk
 from kb.selectors import DocumentHit, document_by_doc_id, document_chunks, kb_search
@@ -185,6 +187,19 @@ def test_a_query_of_stop_words_still_searches_by_vector(tenant, corpus):
 def test_an_empty_query_or_limit_returns_nothing(tenant, corpus):
     assert kb_search(tenant=tenant, query="  ", limit=5) == []
     assert kb_search(tenant=tenant, query="deploys", limit=0) == []
+
+
+def test_a_tenant_without_chunks_gets_nothing_at_once_not_even_an_embedding(tenant, corpus, monkeypatch):
+    empty, _ = make_tenant("empty")
+    embedded = []
+    monkeypatch.setattr(HashEmbedder, "embed", lambda self, texts: embedded.append(texts))
+
+    with CaptureQueriesContext(connection) as queries:
+        hits = kb_search(tenant=empty, query="deploys", limit=5)
+
+    assert hits == []
+    assert len(queries) == 1  # whether the tenant has a chunk: no HNSW scan, no keyword scan
+    assert embedded == []
 
 
 def test_the_search_settings_do_not_leak_into_the_callers_transaction(tenant, corpus):
