@@ -4,7 +4,7 @@ from django.apps import apps
 from django.conf import settings
 from django.core.checks import Error, Tags, register
 from django.db import DatabaseError, connection
-from pgvector.django import VectorField
+from pgvector.django import HalfVectorField, VectorField
 
 
 def vector_columns() -> list[tuple[type, str]]:
@@ -17,11 +17,22 @@ def vector_columns() -> list[tuple[type, str]]:
     ]
 
 
+def vector_copies() -> list[tuple[type, str]]:
+    """Every (model, field name) holding a half-precision copy of an embedding (facts' search entries), which the
+    database writes from its source row: resized with the sources, never embedded itself."""
+    return [
+        (model, field.name)
+        for model in apps.get_models()
+        for field in model._meta.get_fields()
+        if isinstance(field, HalfVectorField)
+    ]
+
+
 def vector_column_sizes() -> dict[str, int]:
     """{"table.column": dimensions} as the database has them (tables not migrated yet are left out)."""
     sizes = {}
     with connection.cursor() as cursor:
-        for model, field_name in vector_columns():
+        for model, field_name in vector_columns() + vector_copies():
             column = model._meta.get_field(field_name).column
             cursor.execute(
                 "SELECT atttypmod FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s",

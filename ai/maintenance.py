@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from django.db import connection, transaction
 
-from ai.checks import vector_column_sizes, vector_columns
+from ai.checks import vector_column_sizes, vector_columns, vector_copies
 from ai.models import EmbeddingCache
 from ai.services import active_embedding_model, embed_texts
 from tenancy.models import Tenant
@@ -27,13 +27,23 @@ def embedding_columns_resize(*, dimensions: int) -> list[str]:
                 EmbeddingCache.objects.all().delete()
             else:
                 model.objects.update(**{field_name: None, "embedding_model": ""})
-            with connection.cursor() as cursor:
-                quote = connection.ops.quote_name
-                cursor.execute(
-                    f"ALTER TABLE {quote(table)} ALTER COLUMN {quote(column)} TYPE vector({int(dimensions)})"
-                )
+            _column_resize(model, field_name, dimensions)
             resized.append(f"{table}.{column}")
+        # The copies' vectors went with their sources' (the database wrote them NULL too).
+        for model, field_name in vector_copies():
+            name = f"{model._meta.db_table}.{model._meta.get_field(field_name).column}"
+            if sizes.get(name, dimensions) != dimensions:
+                _column_resize(model, field_name, dimensions)
+                resized.append(name)
     return resized
+
+
+def _column_resize(model, field_name: str, dimensions: int) -> None:
+    field = model._meta.get_field(field_name)
+    quote = connection.ops.quote_name
+    sized = type(field)(dimensions=dimensions).db_type(connection)  # vector(n) or halfvec(n); its indexes rebuilt
+    with connection.cursor() as cursor:
+        cursor.execute(f"ALTER TABLE {quote(model._meta.db_table)} ALTER COLUMN {quote(field.column)} TYPE {sized}")
 
 
 def stale_embedding_counts(*, tenant: Tenant | None = None) -> dict[type, int]:

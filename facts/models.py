@@ -5,7 +5,7 @@ from django.contrib.postgres.search import SearchVector, SearchVectorField
 from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
-from pgvector.django import HalfVectorField, VectorField
+from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
 from core.text import search_text
 from tenancy.models import Tenant
@@ -152,9 +152,9 @@ class FactSearchEntry(models.Model):
     agent_id = models.CharField(max_length=255)
     category = models.CharField(max_length=20)
     status = models.CharField(max_length=20)
-    # Half precision: the scan picks candidates by it, and facts_search re-scores them with the full vector. No
-    # size of its own: it is a copy, whatever size facts_fact.embedding has (manage.py reembed resizes that one).
-    embedding = HalfVectorField(null=True)
+    # Half precision: the scan or the HNSW graph picks candidates by it, and facts_search re-scores them with the
+    # full vector. The size of facts_fact.embedding (manage.py reembed --resize resizes both).
+    embedding = HalfVectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True)
     vector_model = models.CharField(max_length=200)  # the model of the vector, "" without one
     awaiting_vector = models.BooleanField()
     keywords = SearchVectorField()
@@ -168,6 +168,14 @@ class FactSearchEntry(models.Model):
                 name="factsearch_tenant_user_status",
             ),
             GinIndex(fields=["keywords"], name="factsearch_keywords"),
+            # Large users' nearest entries (facts.selectors._NEAREST_SQL); pgvector's default graph parameters.
+            HnswIndex(
+                fields=["embedding"],
+                name="factsearch_embedding_hnsw",
+                opclasses=["halfvec_cosine_ops"],
+                m=16,
+                ef_construction=64,
+            ),
         ]
 
     def __str__(self) -> str:

@@ -107,11 +107,9 @@ def facts_nearest(
         "vector": vector_literal(vector),
         "pool": limit + NEAREST_MARGIN,
         "limit": limit,
-    }
+    } | nearest_params()
     with connection.cursor() as cursor:
-        parse_timestamps_in_c(cursor)
-        cursor.execute(_NEIGHBOURS_SQL, params)
-        rows = cursor.fetchall()
+        rows = _fetch_nearest(cursor, _NEIGHBOURS_SQL, params)
     return [Neighbour(fact=_hit_fact(values), similarity=1.0 - distance) for *values, distance in rows]
 
 
@@ -241,9 +239,7 @@ def facts_search(
         occurred_before=occurred_before,
     )
     with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
-        parse_timestamps_in_c(cursor)
-        cursor.execute(sql, params)
-        rows = cursor.fetchall()
+        rows = _fetch_nearest(cursor, sql, params)
     vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     candidates = [_candidate(row, now, half_life_days, vector_weight) for row in rows]
     candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
@@ -308,7 +304,7 @@ def facts_search_statement(
         "candidates": candidates,
     }
     if vector is not None:
-        params["vector"] = vector_literal(vector)
+        params |= {"vector": vector_literal(vector)} | nearest_params()
     if as_of is None and occurred_after is None and occurred_before is None and not bm25.b:
         return _entries_statement(keywords, bm25, clauses, params | {"pool": 2 * candidates}, vector is not None)
 
@@ -348,13 +344,11 @@ def facts_search_statement(
 # score), so the best `pool` of the two sets are the best of all; they are re-scored with their full vectors
 # before the best `candidates` are kept, as the exact scan keeps them.
 _ENTRIES_SQL = """
-WITH {nearest}matched AS MATERIALIZED (
+WITH {counted},
+{nearest}matched AS MATERIALIZED (
     SELECT fact_id AS id, {vector_score} AS vector_score{match_columns}
     FROM facts_factsearchentry
     WHERE {where} AND keywords @@ (%(scope)s::tsquery && {any_term})
-),
-counted AS MATERIALIZED (
-    SELECT count(*) AS rows FROM facts_factsearchentry WHERE {where}
 ),
 idf AS MATERIALIZED (
     SELECT {idf_columns}
@@ -376,17 +370,76 @@ CROSS JOIN LATERAL (SELECT {exact_vector_score} AS vector_score, pool.keyword_sc
 ORDER BY %(vector_weight)s * scored.vector_score + %(keyword_weight)s * scored.keyword_score DESC, f.id DESC
 LIMIT %(candidates)s
 """
-# The user's `pool` entries nearest to the query by half precision (the search's and facts_nearest's).
-_NEAREST_SQL = """nearest AS MATERIALIZED (
-    SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
-    FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s
-    ORDER BY vector_score DESC, fact_id DESC
-    LIMIT %(pool)s
+# The user's entries (N for BM25, and what decides how the nearest are found).
+_COUNTED_SQL = """counted AS MATERIALIZED (
+    SELECT count(*) AS rows FROM facts_factsearchentry WHERE {where}
 )"""
+# The user's `pool` entries nearest to the query by half precision (the search's and facts_nearest's): exactly, by
+# a top-N sort of the user's rows (btree), unless the user is large and holds a large share of the table; then
+# approximately through the HNSW graph (iterative scan: walked until `pool` of the user's entries are found), at
+# a measured 0.99 of the exact top 20 among them, re-scored exactly afterwards like the others. Only one branch
+# runs: each is gated by a one-time filter on `counted`. A small share would make the walk visit mostly other
+# users' entries, slower than the exact sort.
+_NEAREST_SQL = """nearest AS MATERIALIZED (
+    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
+    FROM facts_factsearchentry
+    WHERE {where} AND vector_model = %(model)s AND NOT (SELECT {through_graph} FROM counted)
+    ORDER BY vector_score DESC, fact_id DESC
+    LIMIT %(pool)s)
+    UNION ALL
+    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
+    FROM facts_factsearchentry
+    WHERE {where} AND vector_model = %(model)s AND (SELECT {through_graph} FROM counted)
+    ORDER BY embedding <=> %(vector)s::halfvec
+    LIMIT %(pool)s)
+)"""
+_THROUGH_GRAPH = (
+    "rows >= %(graph_min_entries)s"
+    " AND rows >= %(graph_min_share)s * (SELECT reltuples FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass)"
+)
+
+
+def _nearest_sql(where: str) -> str:
+    return _NEAREST_SQL.format(where=where, through_graph=_THROUGH_GRAPH)
+
+
+def graph_settings(params: dict) -> tuple[str, dict]:
+    """The statement that sets the graph walk's settings, to send before a statement built on _NEAREST_SQL in the
+    same call: a simple query of two statements runs as one transaction, so they end with it (one round trip).
+    Without iterative scan the walk stops at ef_search entries of all users, of which few may be the user's."""
+    ef_search = min(max(settings.FACTS_SEARCH_EF_SEARCH, params.get("pool", 0)), _MAX_EF_SEARCH)
+    sql = (
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        " set_config('hnsw.ef_search', %(ef_search)s, true);\n"
+    )
+    return sql, params | {"ef_search": str(ef_search)}
+
+
+def nearest_params() -> dict:
+    """What decides whether a statement built on _NEAREST_SQL walks the graph."""
+    return {
+        "graph_min_entries": settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES,
+        "graph_min_share": settings.FACTS_SEARCH_GRAPH_MIN_SHARE,
+    }
+
+
+def _fetch_nearest(cursor, sql: str, params: dict) -> list[tuple]:
+    """The rows of a statement built on _NEAREST_SQL (or of a keyword-only search), with the graph's settings."""
+    parse_timestamps_in_c(cursor)
+    prefix, params = graph_settings(params)
+    cursor.execute(prefix + sql, params)
+    cursor.nextset()
+    return cursor.fetchall()
+
+
+_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+
+
+_NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"
 # facts_nearest's statement: those entries' facts, re-scored with their full vectors.
 _NEIGHBOURS_SQL = f"""
-WITH {_NEAREST_SQL.format(where="tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)")}
+WITH {_COUNTED_SQL.format(where=_NEIGHBOURS_WHERE)},
+{_nearest_sql(_NEIGHBOURS_WHERE)}
 SELECT {_HIT_COLUMNS}, f.embedding <=> %(vector)s::vector AS distance
 FROM nearest JOIN facts_fact f ON f.id = nearest.id AND f.tenant_id = %(tenant)s
 ORDER BY distance, f.id
@@ -401,7 +454,8 @@ def _entries_statement(
     where = " AND ".join([*clauses, "(vector_model = %(model)s OR awaiting_vector)"])
     params["scope"] = search_scope_lexeme(params["tenant"], params["user_id"])
     sql = _ENTRIES_SQL.format(
-        nearest=_NEAREST_SQL.format(where=where) + ",\n" if with_vector else "",
+        counted=_COUNTED_SQL.format(where=where),
+        nearest=_nearest_sql(where) + ",\n" if with_vector else "",
         vector_score="coalesce(1 - (embedding <=> %(vector)s::halfvec), 0)" if with_vector else "0::float8",
         match_columns=keywords.match_columns("keywords"),
         where=where,

@@ -242,6 +242,12 @@ FACTS_SEARCH_BM25_K1 = env.float("FACTS_SEARCH_BM25_K1", default=1.2)
 FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=2)
 FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
+# A user's nearest facts come through the HNSW graph (approximate, re-scored exactly) once the user holds at least
+# this many current facts and this share of all users' (bench/search_latency.py); below, by an exact sort. The
+# graph is walked with this candidate list (pgvector hnsw.ef_search, raised to the pool when that is larger).
+FACTS_SEARCH_GRAPH_MIN_ENTRIES = env.int("FACTS_SEARCH_GRAPH_MIN_ENTRIES", default=2000)
+FACTS_SEARCH_GRAPH_MIN_SHARE = env.float("FACTS_SEARCH_GRAPH_MIN_SHARE", default=0.05)
+FACTS_SEARCH_EF_SEARCH = env.int("FACTS_SEARCH_EF_SEARCH", default=100)
 
 # --- Facts stored while the embedding provider fails (issue 17, outage) -------------------------------------------
 # Such a fact is stored without its vector, found by keywords, and embedded by a task queued after commit, then by

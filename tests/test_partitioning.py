@@ -33,6 +33,8 @@ INDEXES_WITHOUT_TENANT_FIRST = {
     ("facts.Fact", "fact_embedding_pending"): "per partition (the sweep then asks each partition)",
     # The user's keyword matches: its entries carry the tenant and user in a scope lexeme of their own.
     ("facts.FactSearchEntry", "factsearch_keywords"): "per partition",
+    # Large users' nearest entries: the walk filters by tenant and user as it goes (iterative scan).
+    ("facts.FactSearchEntry", "factsearch_embedding_hnsw"): "per partition",
 }
 # Foreign keys between tenant tables on the id alone: each becomes (tenant_id, id), with the primary keys.
 FOREIGN_KEYS_TO_WIDEN = {

@@ -10,7 +10,7 @@ from django.db import connection
 from ai.services import embed_query
 from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
-from facts.selectors import facts_search, facts_search_statement
+from facts.selectors import facts_search, facts_search_statement, graph_settings
 from facts.services import fact_reject, fact_remember, facts_import
 
 pytestmark = pytest.mark.django_db
@@ -221,7 +221,9 @@ def explained(sql: str, params: dict) -> dict:
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE facts_fact")
         cursor.execute("ANALYZE facts_factsearchentry")
-        cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        prefix, params = graph_settings(params)  # as facts_search sends it
+        cursor.execute(f"{prefix}EXPLAIN (ANALYZE, FORMAT JSON) {sql}", params)
+        cursor.nextset()
         [[[plan]]] = cursor.fetchall()
     return plan["Plan"]
 
@@ -233,7 +235,8 @@ def plan_nodes(node):
 
 
 def indexes_used(node) -> set[str]:
-    return {child["Index Name"] for child in plan_nodes(node) if "Index Name" in child}
+    """The indexes the plan under `node` read (a branch a one-time filter kept from running reads none)."""
+    return {child["Index Name"] for child in plan_nodes(node) if "Index Name" in child and child["Actual Loops"]}
 
 
 def crowd_the_table(tenant):
@@ -255,6 +258,7 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     nodes = list(plan_nodes(plan))
     assert "Seq Scan" not in {node["Node Type"] for node in nodes}
     ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in nodes if "Subplan Name" in node}
+    # A small user (530 facts): the exact top-N sort of its entries, not the HNSW graph.
     assert indexes_used(ctes["nearest"]) == {"factsearch_tenant_user_status"}
     assert ctes["nearest"]["Actual Rows"] == params["pool"]  # the user's nearest entries, each once
     assert "factsearch_keywords" in indexes_used(ctes["matched"])
@@ -262,6 +266,39 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     facts = [node for node in nodes if node.get("Relation Name") == "facts_fact"]
     assert [node["Index Name"] for node in facts] == ["facts_fact_pkey"]
     assert facts[0]["Actual Loops"] == params["pool"]  # whole facts are read for the pool only
+
+
+def test_a_large_users_nearest_entries_come_through_the_hnsw_graph(tenant, settings):
+    crowd_the_table(tenant)
+    settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = 500  # u1 holds 530 of the table's 3,530 (15%, above the 5% share)
+    sql, params = facts_search_statement(
+        tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea", tenant=tenant, user_id="u1")
+    )
+
+    plan = explained(sql, params)
+
+    ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in plan_nodes(plan) if "Subplan Name" in node}
+    assert indexes_used(ctes["nearest"]) - {"pg_class_oid_index"} == {"factsearch_embedding_hnsw"}
+    assert ctes["nearest"]["Actual Rows"] == params["pool"]  # the walk went on past the crowd's entries
+
+
+def test_a_search_through_the_graph_finds_what_the_exact_sort_finds(tenant, settings):
+    crowd_the_table(tenant)
+    rng = np.random.default_rng(7)
+    words = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
+    store(tenant, [" ".join(rng.choice(words, size=4)) + f" note {n}" for n in range(300)])
+    queries = ["tea lisbon", "piano chess river", "vault", "cake review", "train to lisbon", "coffee"]
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_factsearchentry")  # the graph's share is read off the table's statistics
+
+    found = {}
+    for path, min_entries in (("exact", 10**9), ("graph", 500)):
+        settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = min_entries
+        found[path] = [[hit.fact.pk for hit in facts_search(tenant=tenant, user_id="u1", query=q)] for q in queries]
+
+    overlap = [len(set(exact) & set(graph)) for exact, graph in zip(found["exact"], found["graph"], strict=True)]
+    assert all(len(hits) == 10 for hits in found["graph"])
+    assert sum(overlap) >= 0.95 * 10 * len(queries), overlap  # approximate nearest, re-scored exactly
 
 
 def test_a_search_in_the_past_scans_the_users_rows_through_the_tenant_user_btree(tenant):
