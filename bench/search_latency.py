@@ -17,7 +17,7 @@ from django.db import connection
 from django.test import override_settings
 
 from ai.services import embed_query
-from facts.selectors import facts_search, facts_search_statement
+from facts.selectors import facts_search, facts_search_statement, graph_settings
 from facts.services import facts_import
 from retrieval.context import context_build
 from tenancy.services import tenant_create
@@ -48,8 +48,10 @@ def percentiles(timings: list[float]) -> str:
 
 def explain(tenant, query: str, vector) -> None:
     sql, params = facts_search_statement(tenant=tenant, user_id="bench-user", query=query, vector=vector)
+    prefix, params = graph_settings(params)  # as facts_search sends it
     with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
+        cursor.execute(f"{prefix}EXPLAIN (ANALYZE, BUFFERS) {sql}", params)
+        cursor.nextset()
         print("\n".join(f"    {line}" for (line,) in cursor.fetchall()))
 
 

@@ -403,6 +403,9 @@ def _nearest_sql(where: str) -> str:
     return _NEAREST_SQL.format(where=where, through_graph=_THROUGH_GRAPH)
 
 
+_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
+
+
 def graph_settings(params: dict) -> tuple[str, dict]:
     """The statement that sets the graph walk's settings, to send before a statement built on _NEAREST_SQL in the
     same call: a simple query of two statements runs as one transaction, so they end with it (one round trip).
@@ -424,15 +427,13 @@ def nearest_params() -> dict:
 
 
 def _fetch_nearest(cursor, sql: str, params: dict) -> list[tuple]:
-    """The rows of a statement built on _NEAREST_SQL (or of a keyword-only search), with the graph's settings."""
+    """The rows of a search or neighbours statement, sent after the graph walk's settings (unused by the statements
+    that walk no graph: a keyword-only search, or one scanning facts_fact)."""
     parse_timestamps_in_c(cursor)
     prefix, params = graph_settings(params)
     cursor.execute(prefix + sql, params)
     cursor.nextset()
     return cursor.fetchall()
-
-
-_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 _NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"
