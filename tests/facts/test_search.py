@@ -256,7 +256,8 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     plan = explained(sql, params)
 
     nodes = list(plan_nodes(plan))
-    assert "Seq Scan" not in {node["Node Type"] for node in nodes}
+    scans = {node["Node Type"] for node in nodes if node.get("Relation Name", "").startswith("facts_")}
+    assert "Seq Scan" not in scans  # (the gate's pg_class row may be read by one: a catalog, not ours)
     ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in nodes if "Subplan Name" in node}
     # A small user (530 facts): the exact top-N sort of its entries, not the HNSW graph.
     assert indexes_used(ctes["nearest"]) == {"factsearch_tenant_user_status"}
