@@ -9,22 +9,21 @@ from pgvector.django import HalfVectorField, VectorField
 
 def vector_columns() -> list[tuple[type, str]]:
     """Every (model, field name) holding an embedding, across all apps."""
-    return [
-        (model, field.name)
-        for model in apps.get_models()
-        for field in model._meta.get_fields()
-        if isinstance(field, VectorField)
-    ]
+    return _fields_of_type(VectorField)
 
 
 def vector_copies() -> list[tuple[type, str]]:
     """Every (model, field name) holding a half-precision copy of an embedding (facts' search entries), which the
     database writes from its source row: resized with the sources, never embedded itself."""
+    return _fields_of_type(HalfVectorField)
+
+
+def _fields_of_type(field_type: type) -> list[tuple[type, str]]:
     return [
         (model, field.name)
         for model in apps.get_models()
         for field in model._meta.get_fields()
-        if isinstance(field, HalfVectorField)
+        if isinstance(field, field_type)
     ]
 
 

@@ -153,7 +153,7 @@ class FactSearchEntry(models.Model):
     category = models.CharField(max_length=20)
     status = models.CharField(max_length=20)
     # Half precision: the scan or the HNSW graph picks candidates by it, and facts_search re-scores them with the
-    # full vector. The size of facts_fact.embedding (manage.py reembed --resize resizes both).
+    # full vector. The size of facts_fact.embedding (manage.py reembed resizes both).
     embedding = HalfVectorField(dimensions=settings.EMBEDDING_DIMENSIONS, null=True)
     vector_model = models.CharField(max_length=200)  # the model of the vector, "" without one
     awaiting_vector = models.BooleanField()

@@ -109,7 +109,7 @@ def facts_nearest(
         "limit": limit,
     } | nearest_params()
     with connection.cursor() as cursor:
-        rows = _fetch_nearest(cursor, _NEIGHBOURS_SQL, params)
+        rows = _fetch_search_rows(cursor, _NEIGHBOURS_SQL, params)
     return [Neighbour(fact=_hit_fact(values), similarity=1.0 - distance) for *values, distance in rows]
 
 
@@ -239,7 +239,7 @@ def facts_search(
         occurred_before=occurred_before,
     )
     with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
-        rows = _fetch_nearest(cursor, sql, params)
+        rows = _fetch_search_rows(cursor, sql, params)
     vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     candidates = [_candidate(row, now, half_life_days, vector_weight) for row in rows]
     candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
@@ -426,7 +426,7 @@ def nearest_params() -> dict:
     }
 
 
-def _fetch_nearest(cursor, sql: str, params: dict) -> list[tuple]:
+def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
     """The rows of a search or neighbours statement, sent after the graph walk's settings (unused by the statements
     that walk no graph: a keyword-only search, or one scanning facts_fact)."""
     parse_timestamps_in_c(cursor)

@@ -269,33 +269,47 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     assert facts[0]["Actual Loops"] == params["pool"]  # whole facts are read for the pool only
 
 
+def nearest_indexes(tenant, query: str) -> tuple[set[str], int, int]:
+    """The indexes the search's nearest CTE read for u1, the rows it gave, and the pool it was asked for."""
+    sql, params = facts_search_statement(
+        tenant=tenant, user_id="u1", query=query, vector=embed_query(query, tenant=tenant, user_id="u1")
+    )
+    plan = explained(sql, params)
+    nearest = next(node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE nearest")
+    return indexes_used(nearest) - {"pg_class_oid_index"}, nearest["Actual Rows"], params["pool"]
+
+
+def vacuum_entries() -> None:
+    """The steady state autovacuum keeps: the entries earlier tests rolled back are dead in the graph, and a walk
+    counts them against hnsw.max_scan_tuples (in the whole suite, a walk once found none of the user's)."""
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM facts_factsearchentry")
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_large_users_nearest_entries_come_through_the_hnsw_graph(tenant, settings):
-    with connection.cursor() as cursor:
-        # The steady state autovacuum keeps: the entries earlier tests rolled back are dead in the graph, and a walk
-        # counts them against hnsw.max_scan_tuples.
-        cursor.execute("VACUUM facts_factsearchentry")
+    vacuum_entries()
     crowd_the_table(tenant)
     settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = 500  # u1 holds 530 of the table's 3,530 (15%, above the 5% share)
-    sql, params = facts_search_statement(
-        tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea", tenant=tenant, user_id="u1")
-    )
 
-    plan = explained(sql, params)
+    indexes, rows, pool = nearest_indexes(tenant, "tea")
 
-    ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in plan_nodes(plan) if "Subplan Name" in node}
-    assert indexes_used(ctes["nearest"]) - {"pg_class_oid_index"} == {"factsearch_embedding_hnsw"}
-    assert ctes["nearest"]["Actual Rows"] == params["pool"]  # the walk went on past the crowd's entries
+    assert indexes == {"factsearch_embedding_hnsw"}
+    assert rows == pool  # the walk went on past the crowd's entries
+    settings.FACTS_SEARCH_GRAPH_MIN_SHARE = 0.5  # the same user as a small share of the table: the exact sort
+    assert nearest_indexes(tenant, "tea")[0] == {"factsearch_tenant_user_status"}
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_search_through_the_graph_finds_what_the_exact_sort_finds(tenant, settings):
+    vacuum_entries()
     crowd_the_table(tenant)
     rng = np.random.default_rng(7)
     words = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
     store(tenant, [" ".join(rng.choice(words, size=4)) + f" note {n}" for n in range(300)])
     queries = ["tea lisbon", "piano chess river", "vault", "cake review", "train to lisbon", "coffee"]
-    with connection.cursor() as cursor:
-        cursor.execute("ANALYZE facts_factsearchentry")  # the graph's share is read off the table's statistics
+    settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = 500
+    assert nearest_indexes(tenant, queries[0])[0] == {"factsearch_embedding_hnsw"}  # what "graph" below walks
 
     found = {}
     for path, min_entries in (("exact", 10**9), ("graph", 500)):
