@@ -174,6 +174,8 @@ class ProductSystem:
         import torch
         from django.conf import settings
 
+        from facts.models import FactSearchEntry
+
         names = ("memoryproject", "django", "torch", "sentence-transformers", "psycopg", "pgvector")
         return {
             "system": "this product",
@@ -185,6 +187,12 @@ class ProductSystem:
                 "EMBEDDING_THREADS": settings.EMBEDDING_THREADS,
                 "EMBEDDING_MAX_CONCURRENCY": settings.EMBEDDING_MAX_CONCURRENCY,
                 "CHAT_PROVIDER": settings.CHAT_PROVIDER,
+                "LOCAL_EMBEDDING_TRACED": settings.LOCAL_EMBEDDING_TRACED,
+            },
+            # Whether a user's search walks the graph depends on its share of the table: other tenants' rows count.
+            "search_entries": {
+                "this_run": FactSearchEntry.objects.filter(tenant=self.tenant).count(),
+                "whole_table": FactSearchEntry.objects.count(),
             },
         }
 

@@ -408,7 +408,8 @@ _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 def graph_settings(params: dict) -> tuple[str, dict]:
     """The statement that sets the graph walk's settings, to send before a statement built on _NEAREST_SQL in the
-    same call: a simple query of two statements runs as one transaction, so they end with it (one round trip).
+    same call: a simple query of two statements runs as one transaction, so they end with it (one round trip), or
+    with the caller's transaction when there is one.
     Without iterative scan the walk stops at ef_search entries of all users, of which few may be the user's."""
     ef_search = min(max(settings.FACTS_SEARCH_EF_SEARCH, params.get("pool", 0)), _MAX_EF_SEARCH)
     sql = (

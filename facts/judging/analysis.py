@@ -10,6 +10,7 @@ from core import stemming
 from .lexicon import (
     ALIASES,
     ATTRIBUTE_KEYS,
+    CHANGE_MARKER,
     CHANGE_PATTERNS,
     CHANGEABLE_FAMILIES,
     CJK_CHAR,
@@ -102,7 +103,12 @@ def analyse(text: str, *, find_change: bool = True) -> AnalysedFact:
     body = _numbers(_phrases(_drop_subject(normalised)))
     tokens, negation, negation_at = _tokenise(body)
     content = frozenset(token.key for token in tokens) - FRAME_KEYS
-    find_change = find_change and len(normalised) <= MAX_CHANGE_TEXT and not PLAN.search(normalised)
+    find_change = (
+        find_change
+        and len(normalised) <= MAX_CHANGE_TEXT
+        and CHANGE_MARKER.search(normalised) is not None
+        and not PLAN.search(normalised)
+    )
     return AnalysedFact(
         text=normalised,
         tokens=tokens,

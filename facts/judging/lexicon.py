@@ -233,6 +233,12 @@ CHANGE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         "(?P<verb>现在)(?P<new>(?:用|使用|住在|住|在|偏好|更喜欢).+)",
     )
 )
+# A marker one of CHANGE_PATTERNS needs (a text without any matches none): most facts have none, and the patterns
+# themselves, trying every start position, were most of judging a new fact by the rules.
+CHANGE_MARKER = re.compile(
+    rf"\b{_EN_CHANGE_VERB}|replac|\b(?:left|quit|no longer|not|now)\b|instead of|rather than"
+    rf"|{_ZH_CHANGE_VERB}|替换|代替|取代|替代|而不是|不再|现在"
+)
 
 
 # Markers that change one attribute by themselves, English ones by the stem of their first word ("relocated" ->

@@ -1,6 +1,8 @@
 """Rule 5, exclusive states: two facts that each name one member of a class a person is in one of at a time (diet,
 relationship status, employment) or two occupations ("is a data scientist" / "is a software engineer")."""
 
+import functools
+
 from .analysis import AnalysedFact
 from .judgement import Judgement, Relation
 from .lexicon import EXCLUSIVE_STATES, OCCUPATIONS_EN, ROLE_EN, ROLE_ZH
@@ -13,8 +15,7 @@ ROLE_CERTAINTY = 0.7
 def exclusive_state(new: AnalysedFact, old: AnalysedFact, similarity: float) -> Judgement | None:
     if new.negation or old.negation:
         return None
-    for name, members in EXCLUSIVE_STATES.items():
-        new_state, old_state = _state(new, members), _state(old, members)
+    for name, new_state, old_state in zip(EXCLUSIVE_STATES, _states(new.body), _states(old.body), strict=True):
         if new_state and old_state and new_state != old_state:
             reason = f"exclusive state, {name}: '{old_state}' -> '{new_state}'"
             return Judgement(Relation.CONTRADICTS, STATE_CERTAINTY, reason)
@@ -25,8 +26,14 @@ def exclusive_state(new: AnalysedFact, old: AnalysedFact, similarity: float) -> 
     return None
 
 
-def _state(fact: AnalysedFact, members) -> str | None:
-    named = [member for member, pattern in members.items() if pattern.search(fact.body)]
+@functools.lru_cache(maxsize=4096)  # a new fact meets 5 neighbours, and neighbours recur
+def _states(body: str) -> tuple[str | None, ...]:
+    """The member of each of EXCLUSIVE_STATES the fact names (None: none, or more than one), in their order."""
+    return tuple(_state(body, members) for members in EXCLUSIVE_STATES.values())
+
+
+def _state(body: str, members) -> str | None:
+    named = [member for member, pattern in members.items() if pattern.search(body)]
     return named[0] if len(named) == 1 else None
 
 

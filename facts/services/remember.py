@@ -1,12 +1,15 @@
 """fact_remember: store what was learned and keep the store clean (merge, supersede, or open a conflict).
 
-In two steps, so no slow call runs under a lock or in a transaction: fact_judged (embed, find the neighbours, judge:
-outside any transaction) then fact_written (under the user's memory lock, in the caller's transaction: re-read the
-neighbours and write, or answer None when they changed since, to be judged again). judged_then_written runs the two,
-judging again when needed; facts_extract and the embedding sweep use the same steps."""
+In two steps, so no slow call runs under a lock or in a transaction: fact_judged (find the neighbours, judge: outside
+any transaction when a chat model judges) then fact_written (under the user's memory lock, in the caller's
+transaction: re-read the neighbours and write, or answer None when they changed since, to be judged again).
+judged_then_written runs the two, judging again when needed; facts_extract and the embedding sweep use the same
+steps. Without a chat model the judgement takes milliseconds (one read and the rules), so it is made under the lock,
+and nothing needs re-reading."""
 
 import logging
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TypeVar
@@ -55,6 +58,11 @@ class Judged:
     fact: Fact  # unsaved (a new fact), or stored while its vector was missing and now embedded
     decision: Decision | None  # None: no vector (the embedder failed), stored awaiting it and judged when it comes
     seen: tuple[tuple[int, datetime], ...] = ()  # the neighbours judged against (id, updated_at): changed = stale
+    under_lock: bool = False  # judged under the memory lock its write holds: nothing can have changed since
+
+
+# Set while judged_then_written judges under the user's memory lock (no chat model: the judgement is quick).
+_JUDGING_UNDER_LOCK = ContextVar("judging_under_lock", default=False)
 
 
 def fact_remember(
@@ -148,14 +156,21 @@ def judged_then_written(
     write: Callable[[Judged_], Written | None],
     attempts: int = JUDGE_ATTEMPTS,
 ) -> Written:
-    """`judge()` outside any transaction (the chat model, embedding: slow), then `write(judged)` in a transaction
-    holding the user's memory lock. `write` answers None, before writing anything, when what was judged changed
-    meanwhile: judged again, at most `attempts` times, then 409."""
+    """`judge()` outside any transaction (a chat model judges: slow), then `write(judged)` in a transaction holding
+    the user's memory lock. `write` answers None, before writing anything, when what was judged changed meanwhile:
+    judged again, at most `attempts` times, then 409. Without a chat model `judge()` runs under the lock too."""
+    quick = get_chat() is None
     for _ in range(attempts):
-        judged = judge()
+        judged = None if quick else judge()
         with transaction.atomic():
             # Writes to one user's memory queue here until commit, so two identical saves cannot both insert.
             xact_lock(LockNamespace.USER_MEMORY, tenant.pk, user_id)
+            if quick:
+                token = _JUDGING_UNDER_LOCK.set(True)
+                try:
+                    judged = judge()
+                finally:
+                    _JUDGING_UNDER_LOCK.reset(token)
             written = write(judged)
         if written is not None:
             return written
@@ -166,12 +181,12 @@ def judged_then_written(
 
 def fact_judged(fact: Fact) -> Judged:
     """What `fact` (with its vector, or without when the embedder failed) would do to the user's facts: the slow
-    half of remembering (neighbours, the chat judge), outside any transaction."""
+    half of remembering (neighbours, the chat judge), outside any transaction unless no chat model judges."""
     if fact.embedding is None:
         return Judged(fact, None)
     neighbours = _neighbours(fact)
     decision = decision_of(fact, list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True)))
-    return Judged(fact, decision, _versions(neighbours))
+    return Judged(fact, decision, _versions(neighbours), under_lock=_JUDGING_UNDER_LOCK.get())
 
 
 def fact_written(judged: Judged, *, actor: str, written: set[int] | None = None) -> RememberResult | None:
@@ -201,6 +216,8 @@ def fact_written(judged: Judged, *, actor: str, written: set[int] | None = None)
 def _unchanged(judged: Judged, written: set[int]) -> bool:
     """Whether the neighbours `judged` was judged against are still as they were (read under the lock), leaving out
     the facts this batch wrote itself (a twin it merged into, a fact it inserted)."""
+    if judged.under_lock:
+        return True
     seen = [version for version in judged.seen if version[0] not in written]
     now = list(_versions(_neighbours(judged.fact, excluding=written)))
     full = len(judged.seen) >= settings.FACTS_JUDGE_CANDIDATES  # else a newcomer past the last one counts too

@@ -116,11 +116,10 @@ class TestOpenAIEmbedder:
         assert second["dimensions"] == 384
 
 
-@pytest.fixture(scope="module")
-def local_embedder():
+def _local_config():
     from ai.embedders import EmbedderConfig
 
-    config = EmbedderConfig(
+    return EmbedderConfig(
         provider="local",
         dimensions=384,
         model="",
@@ -134,7 +133,11 @@ def local_embedder():
         timeout=1,
         max_retries=0,
     )
-    return LocalEmbedder(config)
+
+
+@pytest.fixture(scope="module")
+def local_embedder():
+    return LocalEmbedder(_local_config())
 
 
 @pytest.mark.slow
@@ -155,3 +158,38 @@ class TestLocalEmbedder:
         assert ranks_related_above_unrelated(
             local_embedder.embed, "我喜欢用 PostgreSQL 数据库", "我最喜欢的数据库是 Postgres", "我去公园遛狗了"
         )
+
+
+_VARIED = [
+    "I prefer PostgreSQL",
+    "我喜欢用 PostgreSQL 数据库",
+    "Their cat is called Miso, hates the vacuum cleaner and sleeps on the laptop whenever it is warm.",
+    "long " * 400,  # past the model's 256 tokens: truncated alike
+]
+
+
+@pytest.mark.slow
+class TestTracedForward:
+    def test_embeds_exactly_as_the_models_own_forward(self, local_embedder):
+        import copy
+        import dataclasses
+
+        own = LocalEmbedder(dataclasses.replace(_local_config(), traced=False))
+
+        assert local_embedder.traced is True
+        assert own.traced is False
+        assert np.abs(local_embedder.embed(_VARIED) - own.embed(_VARIED)).max() <= 1e-5  # one padded batch
+        for text in _VARIED:  # alone: no padding
+            assert np.abs(local_embedder.embed([text]) - own.embed([text])).max() <= 1e-5
+        twin = copy.deepcopy(local_embedder._model)  # what a second concurrent call embeds with
+        assert np.abs(twin.encode(_VARIED) - own.embed(_VARIED)).max() <= 1e-5
+
+    def test_a_trace_that_embeds_differently_is_dropped_for_the_models_own_forward(self, monkeypatch):
+        import ai.embedders
+
+        monkeypatch.setattr(ai.embedders, "_TRACE_TOLERANCE", -1.0)  # no difference is small enough
+        embedder = LocalEmbedder(_local_config())
+
+        assert embedder.traced is False
+        assert "forward" not in vars(embedder._model[0].auto_model)
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)

@@ -29,3 +29,37 @@ def test_usage_counting_is_exact_under_concurrency():
     run_together(4, lambda _: [facts_record_usage(tenant=tenant, fact_ids=ids) for _ in range(25)])
 
     assert set(Fact.objects.filter(pk__in=ids).values_list("usage_count", flat=True)) == {100}
+
+
+def test_without_a_chat_model_the_judgement_is_made_under_the_memory_lock_and_not_repeated(settings):
+    """The rules judge takes milliseconds: the neighbours are read once, after the lock, so no writer can change
+    them between the judgement and the write (with a chat model they are read before and again under the lock:
+    test_outage's neighbour-changed test)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    settings.CHAT_PROVIDER = "none"
+    tenant, _ = make_tenant()
+    fact_remember(tenant=tenant, user_id="u1", content="Deploys with Kubernetes")
+
+    with CaptureQueriesContext(connection) as queries:
+        result = fact_remember(tenant=tenant, user_id="u1", content="Deploys with Kubernetes on weekdays")
+
+    statements = [query["sql"] for query in queries.captured_queries]
+    locked = next(n for n, sql in enumerate(statements) if "pg_advisory_xact_lock" in sql)
+    neighbours = [n for n, sql in enumerate(statements) if "nearest AS MATERIALIZED" in sql]
+    assert result.outcome in ("created", "merged")
+    assert len(neighbours) == 1
+    assert neighbours[0] > locked
+
+
+def test_concurrent_saves_judged_under_the_lock_see_each_other():
+    """Eight clients saving the same statement at once: each judges after the previous one wrote, so one fact."""
+    tenant, _ = make_tenant()
+
+    results = run_together(
+        8, lambda n: fact_remember(tenant=tenant, user_id="u1", content="Prefers dark mode in every editor").outcome
+    )
+
+    assert sorted(results) == ["created"] + ["merged"] * 7
+    assert Fact.objects.filter(tenant=tenant, user_id="u1", valid_to__isnull=True).count() == 1

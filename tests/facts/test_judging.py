@@ -406,3 +406,28 @@ def test_a_negation_deep_in_a_long_sentence_denies_a_clause_only():
     )
 
     assert judgement.relation != Relation.CONTRADICTS
+
+
+def test_every_text_a_change_pattern_matches_has_a_change_marker():
+    """CHANGE_MARKER lets analyse skip the change patterns: it must be a necessary condition of every one of them,
+    on the labelled pairs and on a sentence per marker (English and Chinese)."""
+    from facts.judging.analysis import _normalise
+    from facts.judging.lexicon import CHANGE_MARKER, CHANGE_PATTERNS
+
+    from .conflict_pairs import PAIRS
+
+    sentences = [
+        "Switched from Vim to Emacs", "Moved our database over to Postgres from MySQL", "Replaced Jira with Linear",
+        "Left Google and joined Stripe", "Quit the band for a solo career", "The old laptop was replaced by a Mac",
+        "Drinks tea instead of coffee", "Takes the train rather than the car", "No longer eats meat, now vegan",
+        "Not a manager anymore but an engineer", "Relocated to Berlin", "Now lives in Porto", "Converted to Linux",
+        "从上海搬到了北京", "把数据库换成了PostgreSQL", "用Rust代替了C++", "喝茶而不是咖啡", "不再吃肉，现在吃素",
+        "改用Linux", "现在住在深圳", "Transitioned to a remote role", "Migrated the blog to Hugo",
+    ]  # fmt: skip
+    texts = [_normalise(text) for text in [*sentences, *(p.new for p in PAIRS), *(p.existing for p in PAIRS)]]
+    changed = [text for text in texts if any(pattern.search(text) for pattern in CHANGE_PATTERNS)]
+
+    assert len(changed) >= len(sentences)  # the patterns do match these
+    assert [text for text in changed if not CHANGE_MARKER.search(text)] == []
+    assert analyse("Went hiking with friends on Sunday").change is None
+    assert analyse("Switched from Vim to Emacs").change is not None
