@@ -207,7 +207,8 @@ _ZH_CHANGE_VERB = "|".join(
 )  # fmt: skip
 
 
-# Each pattern names the change marker (verb), the new value Y and, when stated, the old value X.
+# Each pattern names the change marker (verb), the new value Y and, when stated, the old value X; a new pattern's
+# marker goes into CHANGE_MARKER below too (test_every_text_a_change_pattern_matches_has_a_change_marker).
 CHANGE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(pattern)
     for pattern in (

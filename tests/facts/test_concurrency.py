@@ -58,7 +58,7 @@ def test_concurrent_saves_judged_under_the_lock_see_each_other():
     tenant, _ = make_tenant()
 
     results = run_together(
-        8, lambda n: fact_remember(tenant=tenant, user_id="u1", content="Prefers dark mode in every editor").outcome
+        8, lambda _: fact_remember(tenant=tenant, user_id="u1", content="Prefers dark mode in every editor").outcome
     )
 
     assert sorted(results) == ["created"] + ["merged"] * 7
