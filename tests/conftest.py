@@ -22,6 +22,16 @@ def _provider_states_forgotten():
 
 
 @pytest.fixture
+def throttle_clock(monkeypatch):
+    """The throttles' clock, at 10 s past a minute (no window ends while a test counts); tests move it forward."""
+    from tenancy.throttling import FixedWindowThrottle
+
+    now = [1_800_000_000.0 - 1_800_000_000 % 60 + 10]
+    monkeypatch.setattr(FixedWindowThrottle, "timer", staticmethod(lambda: now[0]))
+    return now
+
+
+@pytest.fixture
 def tenant_and_key(db):
     return make_tenant("acme")
 

@@ -189,7 +189,7 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def test_failed_authentications_are_counted_like_the_apis(base_url, key, settings):
+def test_failed_authentications_are_counted_like_the_apis(base_url, key, settings, throttle_clock):
     caches["default"].clear()  # (the counts of the other server's run, from the same address)
     settings.AUTH_FAILURE_THROTTLE_RATE = "3/min"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}

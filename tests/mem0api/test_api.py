@@ -68,7 +68,7 @@ def test_our_own_bearer_scheme_works_too(tenant_and_key):
     assert response.json()["org_id"] == tenant_and_key[0].name
 
 
-def test_failed_keys_are_throttled_per_address_as_on_the_rest_of_the_api(tenant_and_key, settings):
+def test_failed_keys_are_throttled_per_address_as_on_the_rest_of_the_api(tenant_and_key, settings, throttle_clock):
     settings.AUTH_FAILURE_THROTTLE_RATE = "2/min"
     anonymous = APIClient()
     for _ in range(2):

@@ -16,19 +16,11 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from tenancy.services import api_key_create, api_key_revoke
-from tenancy.throttling import FixedWindowThrottle, address_bucket, rate_parse
+from tenancy.throttling import address_bucket, rate_parse
 from tests.factories import client_with_key
 from tests.redis_server import redis_server
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def clock(monkeypatch):
-    """The throttles' clock, at 10 s past a minute; tests move it forward."""
-    now = [1_800_000_000.0 - 1_800_000_000 % 60 + 10]
-    monkeypatch.setattr(FixedWindowThrottle, "timer", staticmethod(lambda: now[0]))
-    return now
 
 
 def statuses(client, n: int, url: str = "/api/v1/whoami", **extra) -> list[int]:
@@ -45,52 +37,52 @@ def assert_throttled(response, retry_after: int):
 
 
 class TestPerKey:
-    def test_past_the_burst_a_key_gets_429_with_retry_after_until_the_window_ends(self, api, settings, clock):
+    def test_past_the_burst_a_key_gets_429_with_retry_after_until_the_window_ends(self, api, settings, throttle_clock):
         settings.API_THROTTLE_BURST = "3/10s"
 
         assert statuses(api, 3) == [200, 200, 200]
         assert_throttled(api.get("/api/v1/whoami"), retry_after=10)  # the 10 s window started at :10
-        clock[0] += 4.5
+        throttle_clock[0] += 4.5
         assert_throttled(api.get("/api/v1/facts", {"user_id": "u1"}), retry_after=6)  # every route, not one
-        clock[0] += 6
+        throttle_clock[0] += 6
         assert statuses(api, 3) == [200, 200, 200]
 
-    def test_the_sustained_rate_holds_past_the_burst(self, api, settings, clock):
+    def test_the_sustained_rate_holds_past_the_burst(self, api, settings, throttle_clock):
         settings.API_THROTTLE_BURST = "2/s"
         settings.API_THROTTLE_RATE = "5/min"
 
         served = []
         for _ in range(8):
             served.append(api.get("/api/v1/whoami").status_code)
-            clock[0] += 1  # slow enough for the burst
+            throttle_clock[0] += 1  # slow enough for the burst
         assert served == [200] * 5 + [429] * 3
         assert_throttled(api.get("/api/v1/whoami"), retry_after=60 - 18)  # the minute ends at :60, it is :18
-        clock[0] += 42
+        throttle_clock[0] += 42
         assert api.get("/api/v1/whoami").status_code == 200
 
-    def test_a_throttled_key_does_not_slow_another_key(self, api, settings, clock, other_tenant_and_key):
+    def test_a_throttled_key_does_not_slow_another_key(self, api, settings, throttle_clock, other_tenant_and_key):
         settings.API_THROTTLE_BURST = "2/min"
         other = client_with_key(other_tenant_and_key[1])
 
         assert statuses(api, 3) == [200, 200, 429]
         assert statuses(other, 2) == [200, 200]
 
-    def test_two_keys_of_one_tenant_count_apart(self, tenant, api, settings, clock):
+    def test_two_keys_of_one_tenant_count_apart(self, tenant, api, settings, throttle_clock):
         settings.API_THROTTLE_BURST = "1/min"
         second = client_with_key(api_key_create(tenant=tenant, name="second").key)
 
         assert statuses(api, 2) == [200, 429]
         assert statuses(second, 1) == [200]
 
-    def test_refused_requests_are_not_counted(self, api, settings, clock):
+    def test_refused_requests_are_not_counted(self, api, settings, throttle_clock):
         settings.API_THROTTLE_BURST = "100/s"
         settings.API_THROTTLE_RATE = "2/min"
 
         assert statuses(api, 50) == [200, 200] + [429] * 48
-        clock[0] += 50  # next minute
+        throttle_clock[0] += 50  # next minute
         assert statuses(api, 3) == [200, 200, 429]
 
-    def test_health_is_not_throttled_by_key_nor_counted_as_a_failure(self, settings, clock):
+    def test_health_is_not_throttled_by_key_nor_counted_as_a_failure(self, settings, throttle_clock):
         settings.API_THROTTLE_BURST = settings.AUTH_FAILURE_THROTTLE_RATE = "1/min"
 
         assert statuses(APIClient(), 5, "/api/health") == [200] * 5
@@ -98,7 +90,7 @@ class TestPerKey:
 
 class TestFailedAuthentication:
     def test_wrong_keys_from_one_address_lead_to_429_for_every_key_then_the_window_ends(
-        self, api, settings, clock, other_tenant_and_key
+        self, api, settings, throttle_clock, other_tenant_and_key
     ):
         settings.AUTH_FAILURE_THROTTLE_RATE = "3/min"
         wrong = client_with_key("mp_not-a-real-key")
@@ -109,10 +101,10 @@ class TestFailedAuthentication:
         assert_throttled(api.get("/api/v1/whoami"), retry_after=50)
         assert statuses(api, 1, REMOTE_ADDR="10.0.0.7") == [200]
         assert statuses(wrong, 1, REMOTE_ADDR="10.0.0.7") == [401]
-        clock[0] += 50
+        throttle_clock[0] += 50
         assert statuses(api, 1) == [200]
 
-    def test_missing_malformed_and_revoked_keys_count_as_failures(self, tenant_and_key, settings, clock):
+    def test_missing_malformed_and_revoked_keys_count_as_failures(self, tenant_and_key, settings, throttle_clock):
         settings.AUTH_FAILURE_THROTTLE_RATE = "4/min"
         tenant, key = tenant_and_key
         api_key_revoke(api_key=tenant.api_keys.get())
@@ -130,7 +122,7 @@ class TestFailedAuthentication:
         ]
         assert answered == [401, 401, 401, 401, 429]
 
-    def test_a_forged_x_forwarded_for_does_not_give_a_new_address(self, settings, clock):
+    def test_a_forged_x_forwarded_for_does_not_give_a_new_address(self, settings, throttle_clock):
         settings.AUTH_FAILURE_THROTTLE_RATE = "2/min"
         wrong = client_with_key("mp_not-a-real-key")
 
@@ -138,7 +130,7 @@ class TestFailedAuthentication:
 
         assert answered == [401, 401, 429, 429]
 
-    def test_behind_a_proxy_the_client_address_comes_from_x_forwarded_for(self, settings, clock):
+    def test_behind_a_proxy_the_client_address_comes_from_x_forwarded_for(self, settings, throttle_clock):
         settings.AUTH_FAILURE_THROTTLE_RATE = "2/min"
         settings.REST_FRAMEWORK = {**settings.REST_FRAMEWORK, "NUM_PROXIES": 1}
         wrong = client_with_key("mp_not-a-real-key")
@@ -158,7 +150,7 @@ class TestFailedAuthentication:
 
 class TestSharedCounters:
     def test_the_counter_is_a_row_of_the_database_cache_table_that_any_process_reads(
-        self, api, tenant, settings, clock
+        self, api, tenant, settings, throttle_clock
     ):
         settings.API_THROTTLE_BURST = "5/min"
         assert statuses(api, 2) == [200, 200]
@@ -166,7 +158,7 @@ class TestSharedCounters:
         with connection.cursor() as cursor:
             cursor.execute("SELECT cache_key FROM memoryproject_cache WHERE cache_key LIKE %s", ["%api_key_burst%"])
             rows = [row[0] for row in cursor.fetchall()]
-        window = int(clock[0] // 60)
+        window = int(throttle_clock[0] // 60)
         key = f"throttle_api_key_burst_{tenant.api_keys.get().pk}:60:{window}"
         assert rows == [f":1:{key}"]
         # A cache object of its own, as another web process holds, reads the same count.
@@ -238,7 +230,7 @@ def test_a_bad_rate_fails_the_system_check(settings, rate):
         call_command("check")
 
 
-def test_on_redis_the_counters_are_atomic_increments_shared_by_every_client(api, settings, clock, tmp_path):
+def test_on_redis_the_counters_are_atomic_increments_shared_by_every_client(api, settings, throttle_clock, tmp_path):
     """REDIS_URL: the counters live in a real Redis (Django's RedisCache), where incr is Redis's own INCR."""
     with redis_server(tmp_path) as url:
         settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}}
