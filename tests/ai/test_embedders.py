@@ -168,28 +168,60 @@ _VARIED = [
 ]
 
 
+@pytest.fixture(scope="module")
+def own_forward_embedder():
+    import dataclasses
+
+    return LocalEmbedder(dataclasses.replace(_local_config(), runtime="torch"))
+
+
 @pytest.mark.slow
-class TestTracedForward:
-    def test_embeds_exactly_as_the_models_own_forward(self, local_embedder):
+class TestForwardRuntimes:
+    @pytest.mark.parametrize("runtime", ["onnxruntime", "torchscript"])
+    def test_embed_as_the_models_own_forward(self, runtime, own_forward_embedder):
         import copy
         import dataclasses
 
-        own = LocalEmbedder(dataclasses.replace(_local_config(), traced=False))
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime=runtime))
 
-        assert local_embedder.traced is True
-        assert own.traced is False
-        assert np.abs(local_embedder.embed(_VARIED) - own.embed(_VARIED)).max() <= 1e-5  # one padded batch
-        for text in _VARIED:  # alone: no padding
-            assert np.abs(local_embedder.embed([text]) - own.embed([text])).max() <= 1e-5
-        twin = copy.deepcopy(local_embedder._model)  # what a second concurrent call embeds with
-        assert np.abs(twin.encode(_VARIED) - own.embed(_VARIED)).max() <= 1e-5
+        assert embedder.runtime == runtime
+        assert own_forward_embedder.runtime == "torch"
+        assert "forward" not in vars(own_forward_embedder._model[0].auto_model)
+        own = own_forward_embedder.embed(_VARIED)
+        assert np.abs(embedder.embed(_VARIED) - own).max() <= 1e-5  # passes padded to their longest text
+        for text, own_vector in zip(_VARIED, own, strict=True):  # alone: no padding
+            assert np.abs(embedder.embed([text])[0] - own_vector).max() <= 1e-5
+        twin = copy.deepcopy(embedder._model)  # what a second concurrent call embeds with
+        assert np.abs(twin.encode(_VARIED, normalize_embeddings=True) - own).max() <= 1e-5
 
-    def test_a_trace_that_embeds_differently_is_dropped_for_the_models_own_forward(self, monkeypatch):
+    def test_onnxruntime_is_the_default(self, local_embedder):
+        assert local_embedder.runtime == "onnxruntime"
+
+    def test_a_runtime_that_embeds_differently_is_dropped_for_the_models_own_forward(self, monkeypatch):
         import ai.embedders
 
-        monkeypatch.setattr(ai.embedders, "_TRACE_TOLERANCE", -1.0)  # no difference is small enough
+        monkeypatch.setattr(ai.embedders, "_FORWARD_TOLERANCE", -1.0)  # no difference is small enough
         embedder = LocalEmbedder(_local_config())
 
-        assert embedder.traced is False
+        assert embedder.runtime == "torch"
         assert "forward" not in vars(embedder._model[0].auto_model)
         assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
+
+    def test_without_onnxruntime_the_traced_graph_runs_it(self, monkeypatch, caplog):
+        import sys
+
+        monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime raises ImportError
+        embedder = LocalEmbedder(_local_config())
+
+        assert embedder.runtime == "torchscript"
+        assert "not run on onnxruntime" in caplog.text
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
+
+    def test_an_unknown_runtime_is_a_configuration_error(self):
+        import dataclasses
+
+        with pytest.raises(AIProviderError) as raised:
+            LocalEmbedder(dataclasses.replace(_local_config(), runtime="tensorrt"))
+
+        assert raised.value.code == "configuration_error"
+        assert "LOCAL_EMBEDDING_RUNTIME" in raised.value.message
