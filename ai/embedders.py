@@ -427,9 +427,9 @@ def _faster_forward(model, runtime: str, threads: int) -> str:
     preprocess = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 5 renamed it
     features = preprocess(list(_PROBES[:2]))  # padded: the graph keeps the attention mask's path
     example = {name: features[name] for name in ("input_ids", "attention_mask", "token_type_ids") if name in features}
-    expected = None
-    for candidate in LOCAL_RUNTIMES[LOCAL_RUNTIMES.index(runtime) : -1]:
-        expected = _probe_vectors(model) if expected is None else expected
+    candidates = LOCAL_RUNTIMES[LOCAL_RUNTIMES.index(runtime) : -1]  # torch, the last, is the model as loaded
+    expected = _probe_vectors(model) if candidates else []
+    for candidate in candidates:
         try:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the tracer's shape warnings: the probes check them

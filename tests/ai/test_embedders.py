@@ -195,6 +195,9 @@ class TestForwardRuntimes:
         assert np.abs(twin.encode(_VARIED, normalize_embeddings=True) - own).max() <= 1e-5
 
     def test_onnxruntime_is_the_default(self, local_embedder):
+        from ai.embedders import EmbedderConfig
+
+        assert EmbedderConfig.from_settings().runtime == "onnxruntime"  # LOCAL_EMBEDDING_RUNTIME unset
         assert local_embedder.runtime == "onnxruntime"
 
     def test_a_runtime_that_embeds_differently_is_dropped_for_the_models_own_forward(self, monkeypatch):
