@@ -10,7 +10,7 @@ use a GIN index for "any term", and every per-term sum is plain float8 arithmeti
 measured 3x slower on 10k facts).
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .text import query_terms
@@ -49,9 +49,17 @@ class KeywordQuery:
     def term(self, n: int) -> str:
         return f"phraseto_tsquery('english', %(term{n})s)"
 
-    def any_term(self) -> str:
-        """A tsquery matching rows with any of the terms (NULL without terms: `@@ NULL` is never true)."""
-        return "(" + (" || ".join(self.term(n) for n in range(len(self))) or "NULL::tsquery") + ")"
+    def any_term(self, terms: Iterable[int] | None = None) -> str:
+        """A tsquery matching rows with any of the terms (of `terms`, their numbers, when given; NULL without terms:
+        `@@ NULL` is never true)."""
+        numbers = range(len(self)) if terms is None else terms
+        return "(" + (" || ".join(self.term(n) for n in numbers) or "NULL::tsquery") + ")"
+
+    def pattern(self, inside: Iterable[int], outside: Iterable[int]) -> str:
+        """A tsquery matching rows with every term of `inside` and none of `outside` (term numbers)."""
+        required = " && ".join(self.term(n) for n in inside)
+        excluded = self.any_term(outside)
+        return f"({required} && !!{excluded})" if excluded != self.any_term([]) else f"({required})"
 
     def match_columns(self, column: str) -> str:
         """Select-list entries `, <column> @@ <term n> AS m<n>` (nothing without terms)."""

@@ -121,3 +121,20 @@ class KBChunk(models.Model):
 def document_label(*, title: str, doc_id: str) -> str:
     """What names a document in its chunks' keyword text."""
     return title or doc_id
+
+
+class KBTermFrequency(models.Model):
+    """How many of a tenant's chunks hold each lexeme of their search_vector, and (lexeme "") how many chunks the
+    tenant has: kb_search's BM25 statistics, known before any chunk is read, so that a common term's thousands of
+    chunks need not be counted (or ranked) on every query. Triggers on kb_kbchunk keep it (migration 0007)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
+    lexeme = models.TextField()  # "" counts the chunks themselves (no lexeme is empty)
+    chunks = models.IntegerField()
+
+    class Meta:
+        verbose_name = "KB term frequency"
+        constraints = [models.UniqueConstraint(fields=["tenant", "lexeme"], name="kbtermfrequency_tenant_lexeme")]
+
+    def __str__(self) -> str:
+        return f"{self.lexeme or '(chunks)'}: {self.chunks}"

@@ -1,5 +1,6 @@
 """Reads of the knowledge base: documents and their chunks, always within one tenant."""
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,32 +96,46 @@ class DocumentHit:
 # --- search -------------------------------------------------------------------------------------------------------
 
 # Tenant-wide hybrid search. Each channel picks its own candidates with its own index: the vector side an HNSW
-# scan (iterative, so the tenant filter cannot starve it), the keyword side the GIN index on search_vector. The
-# keyword side is BM25 (core.keywords) over the tenant's chunks that share a term with the query, read once: the
-# document frequencies and N are counted among them. (Counting every chunk of the tenant for N cost 264 ms at 100k
-# chunks before the visibility map is set, and LoCoMo recall@10 is the same either way: 0.704 MiniLM.)
+# scan (iterative, so the tenant filter cannot starve it; a small tenant's chunks are sorted exactly instead), the
+# keyword side the GIN index on search_vector, or the primary key in id order for a common term. The
+# keyword side is BM25 (core.keywords) with the tenant's own statistics, N and each term's chunks (KBTermFrequency,
+# read before the statement). With b = 0 a chunk's score depends only on which terms it holds, so the best
+# `candidates` are found exactly without ranking every chunk of a common term (a term in a fifth of 107k chunks
+# cost 336 of 364 ms so): every chunk of the rarest terms is read and ranked (rare_best); a chunk holding none of
+# them holds a pattern of the common terms, and every chunk of one pattern scores alike, so per pattern only the
+# lowest ids can rank (ties go to the lower id), and only a pattern scoring at least the rare ranking's last place
+# (bar) is read at all (a one-time filter).
 # The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
     {vector_hits}
 ),
-keyword_matches AS MATERIALIZED (
+rare_matches AS MATERIALIZED (
     SELECT id{match_columns}{length_column}
     FROM kb_kbchunk
-    WHERE {where} AND search_vector @@ {any_term}
-),
-patterns AS MATERIALIZED (
-    SELECT {pattern_columns}count(*) AS rows{pattern_lengths}
-    FROM keyword_matches{pattern_grouping}
+    WHERE {where} AND search_vector @@ {rare_terms}
 ),
 idf AS MATERIALIZED (
     SELECT {idf_columns}{average_length}
-    FROM patterns
+),
+rare_best AS MATERIALIZED (
+    SELECT id, {match_score} AS score
+    FROM rare_matches CROSS JOIN idf
+    ORDER BY score DESC, id
+    LIMIT %(candidates)s
+),
+bar AS MATERIALIZED (
+    SELECT CASE WHEN count(*) < %(candidates)s THEN '-infinity'::float8 ELSE min(score) END AS score FROM rare_best
+),
+patterns AS MATERIALIZED (
+    SELECT pattern, {pattern_score} AS score
+    FROM idf CROSS JOIN (VALUES {pattern_rows}) AS p(pattern{pattern_columns})
 ),
 keyword_hits AS MATERIALIZED (
-    SELECT id
-    FROM keyword_matches CROSS JOIN idf
-    ORDER BY {match_score} DESC, id
+    SELECT id FROM (
+        SELECT id, score FROM rare_best{pattern_hits}
+    ) ranked
+    ORDER BY score DESC, id
     LIMIT %(candidates)s
 ),
 candidates AS (
@@ -140,6 +155,34 @@ FROM scored s CROSS JOIN idf
 JOIN kb_document d ON d.id = s.document_id
 WHERE d.tenant_id = %(tenant)s
 """
+# The chunks of one pattern of the common terms, lowest ids first, read only when the pattern can still rank.
+_PATTERN_HITS_SQL = """
+        UNION ALL (
+            SELECT id, (SELECT score FROM patterns WHERE pattern = {pattern}) AS score
+            FROM kb_kbchunk
+            WHERE {where} AND search_vector @@ {tsquery}
+                AND (SELECT score FROM patterns WHERE pattern = {pattern}) >= (SELECT score FROM bar)
+            ORDER BY id
+            LIMIT %(candidates)s
+        )"""
+# The tenant's chunks (row 0), and each term's chunks in the tenant (row n for term n - 1): a one-word term's from
+# KBTermFrequency, a phrase's (a CJK pair, a word the parser splits) counted; a term of stop words matches nothing.
+_TERM_CHUNKS_SQL = """
+SELECT 0, coalesce((SELECT chunks FROM kb_kbtermfrequency WHERE tenant_id = %(tenant)s AND lexeme = ''), 0)
+UNION ALL
+SELECT n, CASE cardinality(lexemes)
+    WHEN 0 THEN 0
+    WHEN 1 THEN coalesce(
+        (SELECT chunks FROM kb_kbtermfrequency WHERE tenant_id = %(tenant)s AND lexeme = lexemes[1]), 0)
+    ELSE (SELECT count(*) FROM kb_kbchunk
+          WHERE tenant_id = %(tenant)s AND search_vector @@ phraseto_tsquery('english', term))
+END
+FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, n)
+CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
+ORDER BY 1
+"""
+# Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1.
+MAX_PATTERN_TERMS = 4
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
@@ -178,17 +221,22 @@ def kb_search(
     if keyword_only:
         vector = None
     keywords = KeywordQuery(query)
-    sql, params = kb_search_statement(tenant=tenant, keywords=keywords, vector=vector, limit=limit, documents=documents)
     alias = read_alias()  # the replica during an API read (core.replicas); chosen before the transaction, which it pins
     with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
+        statistics = _term_chunks(cursor, tenant=tenant, keywords=keywords)
+        sql, params = kb_search_statement(
+            tenant=tenant, keywords=keywords, statistics=statistics, vector=vector, limit=limit, documents=documents
+        )
         # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
         # almost nothing; relaxed order is fine because the candidates are re-scored below.
-        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
         ef_search = min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH)
-        cursor.execute("SELECT set_config('hnsw.ef_search', %s, true)", [str(ef_search)])
+        cursor.execute(
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            [str(ef_search)],
+        )
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-        # A read: rolling back ends the SET LOCALs here, even inside a caller's transaction.
+        # A read: rolling back ends the settings here, even inside a caller's transaction.
         transaction.set_rollback(True, using=alias)
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     return _fused(rows, limit, term_count=len(keywords), weight=weight)
@@ -207,48 +255,75 @@ def kb_search_answer(*, tenant: Tenant, query: str, **options) -> DocumentsFound
     return DocumentsFound(results, degraded_without(vector) if query.strip() else [])
 
 
+@dataclass(frozen=True)
+class TermChunks:
+    """A tenant's BM25 statistics for one query: its chunks (N), and how many of them hold each query term."""
+
+    chunks: int
+    per_term: list[int]
+
+
+def _term_chunks(cursor, *, tenant: Tenant, keywords: KeywordQuery) -> TermChunks:
+    cursor.execute(_TERM_CHUNKS_SQL, {"tenant": tenant.pk, "terms": keywords.terms})
+    counts = [count for _, count in cursor.fetchall()]
+    return TermChunks(chunks=counts[0], per_term=counts[1:])
+
+
 def kb_search_statement(
     *,
     tenant: Tenant,
     keywords: KeywordQuery,
+    statistics: TermChunks,
     vector: np.ndarray | None,
     limit: int,
     documents: list[int] | None = None,
 ) -> tuple[str, dict]:
     """The statement kb_search runs and its parameters (also for EXPLAIN in tests and benchmarks); without a vector,
     the keyword channel alone."""
-    where = ["tenant_id = %(tenant)s", "embedding_model = %(model)s", "embedding IS NOT NULL"]
+    clauses = ["tenant_id = %(tenant)s", "embedding_model = %(model)s", "embedding IS NOT NULL"]
     if documents is not None:
-        where.append("document_id = ANY(%(documents)s)")
+        clauses.append("document_id = ANY(%(documents)s)")
+    where = " AND ".join(clauses)
     bm25 = Bm25(k1=settings.KB_SEARCH_BM25_K1, b=settings.KB_SEARCH_BM25_B)
-    names = keywords.match_names()
     lengths = bool(bm25.b)
-    document_frequency = lambda match: f"coalesce(sum(rows) FILTER (WHERE {match}), 0)"  # noqa: E731
+    rare, common = _read_in_full(statistics.per_term, every_term=lengths)
     if vector is not None:
-        vector_hits = (
-            f"SELECT id FROM kb_kbchunk WHERE {' AND '.join(where)} "
-            "ORDER BY embedding <=> %(vector)s::vector LIMIT %(candidates)s"
-        )
+        # A small knowledge base is sorted exactly (the distance in an expression no index serves): a walk of the
+        # HNSW graph shared by every tenant may visit thousands of other tenants' chunks, or dead ones, before it
+        # reaches a few of this one's, and give up.
+        distance = "embedding <=> %(vector)s::vector"
+        if statistics.chunks <= settings.KB_SEARCH_EXACT_MAX_CHUNKS:
+            distance = f"({distance}) + 0"
+        vector_hits = f"SELECT id FROM kb_kbchunk WHERE {where} ORDER BY {distance} LIMIT %(candidates)s"
         cosine = "(1 - (c.embedding <=> %(vector)s::vector))::float8"
     else:
         vector_hits, cosine = "SELECT id FROM kb_kbchunk WHERE false", "0::float8"
+    patterns = _patterns(common)
+    names = keywords.match_names()
     sql = _SEARCH_SQL.format(
         vector_hits=vector_hits,
         cosine=cosine,
-        where=" AND ".join(where),
-        any_term=keywords.any_term(),
+        where=where,
+        rare_terms=keywords.any_term(rare),
         match_columns=keywords.match_columns("search_vector"),
         length_column=", length(search_vector) AS len" if lengths else "",
-        pattern_columns="".join(f"{name}, " for name in names),
-        pattern_lengths=", sum(len) AS lengths" if lengths else "",
-        pattern_grouping=" GROUP BY " + ", ".join(names) if names else "",
-        idf_columns=keywords.idf_columns("sum(rows)", document_frequency),
-        # Over the chunks that match: the tenant-wide average would cost a read of every chunk.
-        average_length=", greatest(sum(lengths) / greatest(sum(rows), 1), 1)::float8 AS average_length"
-        if lengths
-        else "",
+        idf_columns=keywords.idf_columns("%(chunks)s", lambda match: f"%(chunks_{match})s"),
+        # Over the chunks that match (every term is read with b > 0): the tenant-wide average would cost a read of
+        # every chunk.
+        average_length=", greatest(avg(len), 1)::float8 AS average_length FROM rare_matches" if lengths else "",
         match_score=keywords.score(
-            bm25, alias="keyword_matches", length="keyword_matches.len", average_length="idf.average_length"
+            bm25, alias="rare_matches", length="rare_matches.len", average_length="idf.average_length"
+        ),
+        pattern_score=keywords.idf_sum("p"),
+        pattern_rows=_pattern_rows(patterns, len(keywords)),
+        pattern_columns="".join(f", {name}" for name in names),
+        pattern_hits="".join(
+            _PATTERN_HITS_SQL.format(
+                pattern=number,
+                where=where,
+                tsquery=keywords.pattern(inside, [n for n in range(len(keywords)) if n not in inside]),
+            )
+            for number, inside in enumerate(patterns)
         ),
         candidate_columns=keywords.match_columns("c.search_vector")
         + (", length(c.search_vector) AS len" if lengths else ""),
@@ -259,12 +334,43 @@ def kb_search_statement(
         "tenant": tenant.pk,
         "model": active_embedding_model(),
         "candidates": max(limit * settings.KB_SEARCH_CANDIDATE_FACTOR, 40),
+        "chunks": statistics.chunks,
     }
+    params |= {f"chunks_{name}": count for name, count in zip(names, statistics.per_term, strict=True)}
     if vector is not None:
         params["vector"] = vector_literal(vector)
     if documents is not None:
         params["documents"] = documents
     return sql, params
+
+
+def _read_in_full(per_term: list[int], *, every_term: bool) -> tuple[list[int], list[int]]:
+    """The terms whose chunks the keyword side reads in full (the rarest, while their chunks add up to at most
+    KB_SEARCH_KEYWORD_CHUNKS_READ, and past MAX_PATTERN_TERMS common ones the rarest of those too), and the common
+    ones, reached through their patterns; every term with b > 0 (a chunk's length then counts: no two score alike)."""
+    rarest_first = sorted(range(len(per_term)), key=lambda n: (per_term[n], n))
+    if every_term:
+        return rarest_first, []
+    read, budget = 0, settings.KB_SEARCH_KEYWORD_CHUNKS_READ
+    while read < len(rarest_first) and per_term[rarest_first[read]] <= budget:
+        budget -= per_term[rarest_first[read]]
+        read += 1
+    read = max(read, len(rarest_first) - MAX_PATTERN_TERMS)
+    return rarest_first[:read], rarest_first[read:]
+
+
+def _patterns(common: list[int]) -> list[tuple[int, ...]]:
+    """Every non-empty set of the common terms: which of them a chunk holding no rare term holds."""
+    return [combination for size in range(1, len(common) + 1) for combination in itertools.combinations(common, size)]
+
+
+def _pattern_rows(patterns: list[tuple[int, ...]], terms: int) -> str:
+    """VALUES rows (number, m0, m1, ...) saying which terms each pattern holds (one row that no pattern query reads
+    when there are none)."""
+    return ", ".join(
+        "(" + ", ".join([str(number), *("true" if n in inside else "false" for n in range(terms))]) + ")"
+        for number, inside in enumerate(patterns or [()])
+    )
 
 
 def _document_ids(*, tenant: Tenant, doc_ids: Sequence[str] | None, path_prefix: str) -> list[int]:

@@ -279,6 +279,12 @@ KB_SEARCH_CANDIDATE_FACTOR = env.int("KB_SEARCH_CANDIDATE_FACTOR", default=4)
 KB_SEARCH_VECTOR_WEIGHT = env.float("KB_SEARCH_VECTOR_WEIGHT", default=0.6)
 KB_SEARCH_BM25_K1 = env.float("KB_SEARCH_BM25_K1", default=1.2)
 KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
+# kb_search's keyword side reads every chunk of the query's rarest terms while they add up to at most this many
+# chunks (by the tenant's term counts); a commoner term's chunks are reached only through the few that can still
+# rank (kb.selectors). 0 reads none in full; a large number reads every matching chunk (the exhaustive search).
+KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=2000)
+# kb_search's vector side sorts a tenant's chunks exactly up to this many, and walks the HNSW graph beyond.
+KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------
 # Uploads whose text is longer are stored at once (202) and chunked and embedded by the worker; shorter ones are
