@@ -1,6 +1,7 @@
 """Reads of the knowledge base: documents and their chunks, always within one tenant."""
 
 import itertools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -104,7 +105,8 @@ class DocumentHit:
 # cost 336 of 364 ms so): every chunk of the rarest terms is read and ranked (rare_best); a chunk holding none of
 # them holds a pattern of the common terms, and every chunk of one pattern scores alike, so per pattern only the
 # lowest ids can rank (ties go to the lower id), and only a pattern scoring at least the rare ranking's last place
-# (bar) is read at all (a one-time filter).
+# (bar) is read at all (a one-time filter). The patterns are walked best first and the walk stops once it has
+# `candidates` chunks: the patterns after them cannot rank (pattern_walk).
 # The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
@@ -131,9 +133,17 @@ patterns AS MATERIALIZED (
     SELECT pattern, {pattern_score} AS score
     FROM idf CROSS JOIN (VALUES {pattern_rows}) AS p(pattern{pattern_columns})
 ),
+pattern_best AS MATERIALIZED (
+    SELECT id, score FROM (
+        {pattern_walk}
+    ) walk
+    LIMIT %(candidates)s
+),
 keyword_hits AS MATERIALIZED (
     SELECT id FROM (
-        SELECT id, score FROM rare_best{pattern_hits}
+        SELECT id, score FROM rare_best
+        UNION ALL
+        SELECT id, score FROM pattern_best
     ) ranked
     ORDER BY score DESC, id
     LIMIT %(candidates)s
@@ -156,8 +166,7 @@ JOIN kb_document d ON d.id = s.document_id
 WHERE d.tenant_id = %(tenant)s
 """
 # The chunks of one pattern of the common terms, lowest ids first, read only when the pattern can still rank.
-_PATTERN_HITS_SQL = """
-        UNION ALL (
+_PATTERN_HITS_SQL = """(
             SELECT id, (SELECT score FROM patterns WHERE pattern = {pattern}) AS score
             FROM kb_kbchunk
             WHERE {where} AND search_vector @@ {tsquery}
@@ -165,9 +174,18 @@ _PATTERN_HITS_SQL = """
             ORDER BY id
             LIMIT %(candidates)s
         )"""
-# The tenant's chunks (row 0), and each term's chunks in the tenant (row n for term n - 1): a one-word term's from
-# KBTermFrequency, a phrase's (a CJK pair, a word the parser splits) counted; a term of stop words matches nothing.
+# Patterns that score alike (terms in as many chunks) are ranked together, by score and then id, as in a full read.
+_TIED_PATTERNS_SQL = """(
+            SELECT id, score FROM ({patterns}) tied
+            ORDER BY score DESC, id
+            LIMIT %(candidates)s
+        )"""
+# The table's chunks, every tenant's, as last estimated by ANALYZE (row -1), the tenant's chunks (row 0), and each
+# term's chunks in the tenant (row n for term n - 1): a one-word term's from KBTermFrequency, a phrase's (a CJK
+# pair, a word the parser splits) counted; a term of stop words matches nothing.
 _TERM_CHUNKS_SQL = """
+SELECT -1, greatest(reltuples, 0)::bigint FROM pg_class WHERE oid = 'kb_kbchunk'::regclass
+UNION ALL
 SELECT 0, coalesce((SELECT chunks FROM kb_kbtermfrequency WHERE tenant_id = %(tenant)s AND lexeme = ''), 0)
 UNION ALL
 SELECT n, CASE cardinality(lexemes)
@@ -181,8 +199,9 @@ FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, n)
 CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
 ORDER BY 1
 """
-# Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1.
-MAX_PATTERN_TERMS = 4
+# Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1 (bench/kb.py
+# at 1M chunks, p95: 4 terms 155 ms, 5 93 ms, 6 122 ms).
+MAX_PATTERN_TERMS = 5
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
@@ -230,8 +249,10 @@ def kb_search(
         # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
         # almost nothing; relaxed order is fine because the candidates are re-scored below.
         ef_search = min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH)
+        # No parallel plans: the keyword side's pattern walk relies on the parts of an Append running in order.
         cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true)",
+            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
+            " set_config('max_parallel_workers_per_gather', '0', true)",
             [str(ef_search)],
         )
         cursor.execute(sql, params)
@@ -257,16 +278,18 @@ def kb_search_answer(*, tenant: Tenant, query: str, **options) -> DocumentsFound
 
 @dataclass(frozen=True)
 class TermChunks:
-    """A tenant's BM25 statistics for one query: its chunks (N), and how many of them hold each query term."""
+    """A tenant's BM25 statistics for one query: its chunks (N), and how many of them hold each query term; and
+    the chunks of the whole table (every tenant's, estimated)."""
 
     chunks: int
     per_term: list[int]
+    table_chunks: int = 0
 
 
 def _term_chunks(cursor, *, tenant: Tenant, keywords: KeywordQuery) -> TermChunks:
     cursor.execute(_TERM_CHUNKS_SQL, {"tenant": tenant.pk, "terms": keywords.terms})
     counts = [count for _, count in cursor.fetchall()]
-    return TermChunks(chunks=counts[0], per_term=counts[1:])
+    return TermChunks(chunks=counts[1], per_term=counts[2:], table_chunks=counts[0])
 
 
 def kb_search_statement(
@@ -288,12 +311,9 @@ def kb_search_statement(
     lengths = bool(bm25.b)
     rare, common = _read_in_full(statistics.per_term, every_term=lengths)
     if vector is not None:
-        # A small knowledge base is sorted exactly (the distance in an expression no index serves): a walk of the
-        # HNSW graph shared by every tenant may visit thousands of other tenants' chunks, or dead ones, before it
-        # reaches a few of this one's, and give up.
         distance = "embedding <=> %(vector)s::vector"
-        if statistics.chunks <= settings.KB_SEARCH_EXACT_MAX_CHUNKS:
-            distance = f"({distance}) + 0"
+        if _sorted_exactly(statistics):
+            distance = f"({distance}) + 0"  # an expression no index serves
         vector_hits = f"SELECT id FROM kb_kbchunk WHERE {where} ORDER BY {distance} LIMIT %(candidates)s"
         cosine = "(1 - (c.embedding <=> %(vector)s::vector))::float8"
     else:
@@ -317,14 +337,7 @@ def kb_search_statement(
         pattern_score=keywords.idf_sum("p"),
         pattern_rows=_pattern_rows(patterns, len(keywords)),
         pattern_columns="".join(f", {name}" for name in names),
-        pattern_hits="".join(
-            _PATTERN_HITS_SQL.format(
-                pattern=number,
-                where=where,
-                tsquery=keywords.pattern(inside, [n for n in range(len(keywords)) if n not in inside]),
-            )
-            for number, inside in enumerate(patterns)
-        ),
+        pattern_walk=_pattern_walk(patterns, keywords=keywords, statistics=statistics, where=where),
         candidate_columns=keywords.match_columns("c.search_vector")
         + (", length(c.search_vector) AS len" if lengths else ""),
         candidate_score=keywords.score(bm25, alias="s", length="s.len", average_length="idf.average_length"),
@@ -342,6 +355,16 @@ def kb_search_statement(
     if documents is not None:
         params["documents"] = documents
     return sql, params
+
+
+def _sorted_exactly(statistics: TermChunks) -> bool:
+    """Whether the vector side sorts the tenant's chunks exactly rather than walk the HNSW graph every tenant shares:
+    a small knowledge base, or one that is a small share of the table. A walk visits about table / tenant chunks for
+    each of the tenant's it finds (and may give up first), a sort reads each of the tenant's once: beyond
+    KB_SEARCH_EXACT_MAX_CHUNKS (10,000), while chunks^2 <= table x a tenth of it (a tenant of 20k chunks in a table
+    of 1M: p50 85 -> 39 ms, p95 136 -> 52 ms, and the exact neighbours)."""
+    limit = settings.KB_SEARCH_EXACT_MAX_CHUNKS
+    return statistics.chunks <= limit or statistics.chunks**2 <= statistics.table_chunks * limit / 10
 
 
 def _read_in_full(per_term: list[int], *, every_term: bool) -> tuple[list[int], list[int]]:
@@ -362,6 +385,43 @@ def _read_in_full(per_term: list[int], *, every_term: bool) -> tuple[list[int], 
 def _patterns(common: list[int]) -> list[tuple[int, ...]]:
     """Every non-empty set of the common terms: which of them a chunk holding no rare term holds."""
     return [combination for size in range(1, len(common) + 1) for combination in itertools.combinations(common, size)]
+
+
+def _pattern_walk(
+    patterns: list[tuple[int, ...]], *, keywords: KeywordQuery, statistics: TermChunks, where: str
+) -> str:
+    """The patterns' chunks best pattern first, for a LIMIT to stop reading at (PostgreSQL's Append runs its parts
+    in order, and kb_search turns parallel plans off). The order is the SQL's scores, computed here alike; patterns
+    closer than a rounding error are one part, ranked inside."""
+    if not patterns:
+        return "SELECT id, 0::float8 AS score FROM kb_kbchunk WHERE false"
+    idf = [_idf(statistics.chunks, chunks) for chunks in statistics.per_term]
+    scores = [sum(idf[n] for n in inside) for inside in patterns]
+    groups: list[list[int]] = []
+    for number in sorted(range(len(patterns)), key=lambda number: -scores[number]):
+        if groups and math.isclose(scores[groups[-1][0]], scores[number], rel_tol=1e-9):
+            groups[-1].append(number)
+        else:
+            groups.append([number])
+    parts = []
+    for group in groups:
+        hits = [
+            _PATTERN_HITS_SQL.format(
+                pattern=number,
+                where=where,
+                tsquery=keywords.pattern(
+                    patterns[number], [n for n in range(len(keywords)) if n not in patterns[number]]
+                ),
+            )
+            for number in group
+        ]
+        parts.append(hits[0] if len(hits) == 1 else _TIED_PATTERNS_SQL.format(patterns=" UNION ALL ".join(hits)))
+    return "\n        UNION ALL ".join(parts)
+
+
+def _idf(chunks: int, term_chunks: int) -> float:
+    """A term's BM25 IDF, as core.keywords' idf_columns computes it in SQL."""
+    return math.log(1 + (chunks - term_chunks + 0.5) / (term_chunks + 0.5))
 
 
 def _pattern_rows(patterns: list[tuple[int, ...]], terms: int) -> str:

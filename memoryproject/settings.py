@@ -283,7 +283,8 @@ KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 # chunks (by the tenant's term counts); a commoner term's chunks are reached only through the few that can still
 # rank (kb.selectors). 0 reads none in full; a large number reads every matching chunk (the exhaustive search).
 KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=2000)
-# kb_search's vector side sorts a tenant's chunks exactly up to this many, and walks the HNSW graph beyond.
+# kb_search's vector side sorts a tenant's chunks exactly up to this many, and beyond while they are a small share
+# of the table (chunks^2 <= table's chunks x a tenth of this); else it walks the HNSW graph.
 KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------

@@ -9,9 +9,17 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from ai.embedders import HashEmbedder
+from core.keywords import KeywordQuery
 from core.text import query_terms
 from kb.models import KBChunk
-from kb.selectors import DocumentHit, document_by_doc_id, document_chunks, kb_search
+from kb.selectors import (
+    DocumentHit,
+    TermChunks,
+    document_by_doc_id,
+    document_chunks,
+    kb_search,
+    kb_search_statement,
+)
 from kb.services import document_index
 from tests.factories import make_tenant
 
@@ -246,3 +254,46 @@ def test_a_paraphrase_finds_the_passage_without_sharing_a_word(tenant, settings)
     assert hits[0].heading_path == "Billing handbook > Refunds"
     assert hits[0].keyword == 0  # found by meaning alone
     assert hits[0].vector > hits[1].vector
+
+
+@pytest.mark.parametrize(
+    ("chunks", "table_chunks", "sorted_exactly"),
+    [
+        (10_000, 10_000, True),  # a small knowledge base
+        (20_000, 1_000_000, True),  # beyond KB_SEARCH_EXACT_MAX_CHUNKS, but 2% of the table
+        (20_000, 100_000, False),  # a fifth of the table: the graph's walk finds its chunks soon
+        (100_000, 1_000_000, False),
+    ],
+)
+def test_the_vector_side_sorts_a_small_knowledge_base_or_a_small_share_of_the_table_exactly(
+    tenant, chunks, table_chunks, sorted_exactly
+):
+    statistics = TermChunks(chunks=chunks, per_term=[chunks // 10], table_chunks=table_chunks)
+    vector = HashEmbedder(dimensions=settings.EMBEDDING_DIMENSIONS).embed(["deploys"])[0]
+
+    sql, _ = kb_search_statement(
+        tenant=tenant, keywords=KeywordQuery("deploys"), statistics=statistics, vector=vector, limit=10
+    )
+
+    assert ("ORDER BY (embedding <=> %(vector)s::vector) + 0" in sql) is sorted_exactly
+    assert "ORDER BY embedding <=> %(vector)s::vector LIMIT" in sql or sorted_exactly
+
+
+def test_the_share_of_the_table_is_read_from_its_statistics(tenant, other_tenant, settings):
+    for n in range(2):
+        index(tenant, f"deploys/{n}.md", f"# Deploys {n}\n\nDeploys go out on Tuesdays.\n")
+    for n in range(40):
+        index(other_tenant, f"notes/{n}.md", f"# Note {n}\n\nA note about deploys of service {n}.\n")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE kb_kbchunk")  # the table's 42 chunks, as the planner knows them
+    # Past the limit of 1, only the share decides: 2^2 <= 42 x 0.1 is sorted, 40^2 is walked.
+    settings.KB_SEARCH_EXACT_MAX_CHUNKS = 1
+
+    def sorted_exactly(scope) -> bool:
+        with CaptureQueriesContext(connection) as queries:
+            assert kb_search(tenant=scope, query="deploys", limit=3)
+        (search,) = [query["sql"] for query in queries if query["sql"].lstrip().startswith("WITH vector_hits")]
+        return "::vector) + 0" in search
+
+    assert sorted_exactly(tenant)
+    assert not sorted_exactly(other_tenant)

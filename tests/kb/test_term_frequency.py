@@ -141,7 +141,7 @@ def crowded(tenant):
         ("rollout tail", 10),  # with 100 read: rollout read in full, its last place tied by tail's pattern
         ("canary zebra", 20),
         ("deploy", 15),
-        ("deploy canary rollout zebra note", 12),  # 5 terms: past MAX_PATTERN_TERMS the rarest common one is read
+        ("deploy canary rollout zebra note service", 12),  # 6: past MAX_PATTERN_TERMS the rarest common one is read
         ("deploy 柏林", 10),  # a CJK pair is a phrase: counted, never in the lexeme counts
     ],
 )
@@ -178,3 +178,22 @@ def test_with_length_normalisation_every_term_is_read(crowded, settings):
 
     assert bounded == every_chunk_read
     assert len(bounded) == 10
+
+
+def test_the_patterns_are_read_best_first_and_no_further_than_needed(crowded, settings):
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = 0  # the four terms reached through their 15 patterns alone
+    plans = []
+
+    def explained(execute, sql, params, many, context):
+        if sql.lstrip().startswith("WITH vector_hits"):
+            execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params, many, context)
+            plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(explained):
+        hits = kb_search(tenant=crowded, query="deploy canary rollout zebra", limit=10, keyword_only=True)
+
+    # The best pattern (all four terms: every 30th note) first; the walk has its 40 chunks within "rollout deploy"
+    # (every second note but the tenths), so "rollout" alone and "deploy" alone are never read.
+    assert [hit.doc_id for hit in hits[:5]] == [f"notes/{n:03d}.md" for n in (0, 30, 60, 90, 120)]
+    assert plans[0].count("->  Limit (never executed)") == 2  # each pattern's part is a Limit
