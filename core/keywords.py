@@ -10,12 +10,18 @@ use a GIN index for "any term", and every per-term sum is plain float8 arithmeti
 measured 3x slower on 10k facts).
 """
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from .text import query_terms
 
 MAX_QUERY_TERMS = 32  # a longer query keeps its first 32 distinct terms on the keyword side
+
+
+def idf(rows: int, document_frequency: int) -> float:
+    """A term's IDF in Python, as KeywordQuery.idf_columns computes it in SQL (for plans made before the statement)."""
+    return math.log(1 + (rows - document_frequency + 0.5) / (document_frequency + 0.5))
 
 
 @dataclass(frozen=True)

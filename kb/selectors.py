@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404
 
 from ai.services import active_embedding_model, degraded_without, query_vector_or_none
 from core.db import vector_literal
-from core.keywords import Bm25, KeywordQuery
+from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from tenancy.models import Tenant
@@ -283,7 +283,7 @@ class TermChunks:
 
     chunks: int
     per_term: list[int]
-    table_chunks: int = 0
+    table_chunks: int
 
 
 def _term_chunks(cursor, *, tenant: Tenant, keywords: KeywordQuery) -> TermChunks:
@@ -395,8 +395,8 @@ def _pattern_walk(
     closer than a rounding error are one part, ranked inside."""
     if not patterns:
         return "SELECT id, 0::float8 AS score FROM kb_kbchunk WHERE false"
-    idf = [_idf(statistics.chunks, chunks) for chunks in statistics.per_term]
-    scores = [sum(idf[n] for n in inside) for inside in patterns]
+    idfs = [idf(statistics.chunks, chunks) for chunks in statistics.per_term]
+    scores = [sum(idfs[n] for n in inside) for inside in patterns]
     groups: list[list[int]] = []
     for number in sorted(range(len(patterns)), key=lambda number: -scores[number]):
         if groups and math.isclose(scores[groups[-1][0]], scores[number], rel_tol=1e-9):
@@ -417,11 +417,6 @@ def _pattern_walk(
         ]
         parts.append(hits[0] if len(hits) == 1 else _TIED_PATTERNS_SQL.format(patterns=" UNION ALL ".join(hits)))
     return "\n        UNION ALL ".join(parts)
-
-
-def _idf(chunks: int, term_chunks: int) -> float:
-    """A term's BM25 IDF, as core.keywords' idf_columns computes it in SQL."""
-    return math.log(1 + (chunks - term_chunks + 0.5) / (term_chunks + 0.5))
 
 
 def _pattern_rows(patterns: list[tuple[int, ...]], terms: int) -> str:
