@@ -3,8 +3,8 @@
     .venv/bin/python bench/embeddings.py [--texts 2000] [--runtimes]
 
 --runtimes: the local model's forward on each LOCAL_EMBEDDING_RUNTIME (onnxruntime, torchscript, torch), alternating
-rounds: load time, one text at a time (a query, a single add) and batches of 8 and 64, and the largest difference of
-the vectors from the model's own forward.
+rounds: load time, one text at a time (a query, a single add) and batches of 8 and 64, the largest difference of
+the vectors from the model's own forward, and the resident memory of a fresh process with the model loaded.
 
 Uses the database of the current settings (the embedded one by default; run `manage.py migrate` first).
 The openai provider is measured against the local fake OpenAI-compatible server from the tests, so the
@@ -12,9 +12,13 @@ figure is the client + HTTP + batching overhead, not a real model.
 """
 
 import argparse
+import os
 import statistics
+import subprocess
+import sys
 import time
 import uuid
+from pathlib import Path
 
 import _django  # noqa: F401
 import numpy as np
@@ -97,13 +101,39 @@ def bench_runtimes(rounds: int = 4) -> None:
             )
 
 
+def resident_mb(runtime: str) -> int:
+    """VmRSS of a fresh process once the local model is loaded on `runtime` and has embedded a text."""
+    answer = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--resident-of", runtime],
+        capture_output=True, text=True, check=True, env={**os.environ, "EMBEDDING_PROVIDER": "local"},
+    )  # fmt: skip
+    return int(answer.stdout.split()[-1])
+
+
+def bench_resident(rounds: int = 2) -> None:
+    measured = {runtime: [] for runtime in LOCAL_RUNTIMES}
+    for _ in range(rounds):
+        for runtime in LOCAL_RUNTIMES:
+            measured[runtime].append(resident_mb(runtime))
+    for runtime, figures in measured.items():
+        print(f"local on {runtime:<12}       resident memory of a fresh process {', '.join(map(str, figures))} MB")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--texts", type=int, default=2000)
     parser.add_argument("--runtimes", action="store_true", help="only the local model's forward on each runtime")
+    parser.add_argument("--resident-of", choices=LOCAL_RUNTIMES, help=argparse.SUPPRESS)  # resident_mb's child
     args = parser.parse_args()
+    if args.resident_of:
+        with override_settings(EMBEDDING_PROVIDER="local", LOCAL_EMBEDDING_RUNTIME=args.resident_of):
+            get_embedder().embed(["I moved to Lisbon last year."])
+        kilobytes = next(line.split()[1] for line in Path("/proc/self/status").open() if line.startswith("VmRSS"))
+        print(int(kilobytes) // 1024)
+        return
     if args.runtimes:
         bench_runtimes()
+        bench_resident()
         return
 
     bench_provider("hash", args.texts, EMBEDDING_PROVIDER="hash")
@@ -122,6 +152,7 @@ def main() -> None:
         fake.stop()
     bench_provider("local (all-MiniLM-L6-v2)", min(args.texts, 1000), EMBEDDING_PROVIDER="local")
     bench_runtimes()
+    bench_resident()
 
 
 if __name__ == "__main__":

@@ -1,12 +1,15 @@
 """Knowledge-base throughput and search latency: index a generated Markdown corpus, re-index it unchanged,
-then kb_search over 100k chunks.
+then kb_search over 100k chunks, beside LangGraph's PostgresStore holding the same chunks.
 
     .venv/bin/python bench/kb.py [--corpus-mb 5] [--local-mb 5] [--skip-local] [--chunks 100000]
-                                 [--other-chunks 20000] [--queries 200] [--explain]
+                                 [--other-chunks 20000] [--queries 200] [--explain] [--no-langgraph]
+                                 [--vectors random|hash] [--also SETTING=NUMBER]
 
 Prints figures, asserts nothing. Works in throwaway tenants of the current database (the embedded one by
 default; run `manage.py migrate` first) and deletes them afterwards, with the embedding-cache rows it wrote.
 The corpus is new on every run (random seed), so the first indexing run starts with a cold embedding cache.
+LangGraph runs as bench/report.py runs it (its own virtualenv under var/bench/venvs, its own database
+bench_langgraph, recreated), searched with the same query vectors, the two systems alternating by halves.
 """
 
 import argparse
@@ -22,11 +25,13 @@ from pathlib import Path
 
 import _django  # noqa: F401
 import numpy as np
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.test import override_settings
 from django.utils import timezone
 
+from ai.embedders import HashEmbedder
 from ai.services import active_embedding_model
 from core.db import copy_insert
 from core.text import STOP_WORDS, search_text
@@ -155,8 +160,17 @@ def trigger_cost(root: Path, rounds: int = 3) -> None:
           f" each): {on / off - 1:+.1%}")  # fmt: skip
 
 
-def load_chunks(loads: list[tuple], *, rebuild_indexes: bool) -> None:
-    """Fast setup (not what is measured): random unit vectors and generated text by COPY, then ANALYZE.
+def unit_vectors(texts: list[str], *, kind: str, seed: int) -> np.ndarray:
+    """The texts' vectors: random unit vectors ("random", no nearest-neighbour structure, HNSW's hardest case and
+    unrelated to the words), or the hash embedder's bag of words ("hash": close when words are shared)."""
+    if kind == "hash":
+        return HashEmbedder(settings.EMBEDDING_DIMENSIONS).embed(texts).astype(np.float32)
+    vectors = np.random.default_rng(seed).normal(size=(len(texts), settings.EMBEDDING_DIMENSIONS)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def load_chunks(loads: list[tuple], *, rebuild_indexes: bool, vectors: str) -> None:
+    """Fast setup (not what is measured): generated text and its vectors (unit_vectors) by COPY, then ANALYZE.
 
     Rows go into an HNSW + GIN indexed table at well under 100/s on 2 cores, so by default the two search
     indexes are dropped and rebuilt around the load, in one transaction: the table is locked meanwhile, and a
@@ -170,7 +184,7 @@ def load_chunks(loads: list[tuple], *, rebuild_indexes: bool) -> None:
                 for index in search_indexes:
                     editor.remove_index(KBChunk, index)
             for tenant, count, seed in loads:
-                _copy_chunks(tenant, count, seed=seed)
+                _copy_chunks(tenant, count, seed=seed, vectors=vectors)
             copied = time.perf_counter()
             if rebuild_indexes:
                 with connection.cursor() as cursor:
@@ -190,11 +204,9 @@ def load_chunks(loads: list[tuple], *, rebuild_indexes: bool) -> None:
           f"indexes")  # fmt: skip
 
 
-def _copy_chunks(tenant, count: int, *, seed: int, per_document: int = 100) -> None:
+def _copy_chunks(tenant, count: int, *, seed: int, vectors: str, per_document: int = 100) -> None:
     rng = random.Random(seed)
     vocab = Vocabulary(rng)
-    vectors = np.random.default_rng(seed).normal(size=(count, settings.EMBEDDING_DIMENSIONS)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     model, now = active_embedding_model(), timezone.now()
     for start in range(0, count, 10_000):
         documents = Document.objects.bulk_create(
@@ -218,24 +230,91 @@ def _copy_chunks(tenant, count: int, *, seed: int, per_document: int = 100) -> N
                 tenant=tenant, document=document, ordinal=n % per_document, text=text,
                 heading_path=f"{document.title} > {heading}", line_start=1, line_end=3,
                 token_count=len(text) // 4, content_hash=hashlib.sha256(text.encode()).hexdigest(),
-                embedding=vectors[n], embedding_model=model, created_at=now,
+                embedding_model=model, created_at=now,
             )  # fmt: skip
             chunk.search_text = search_text(f"{document.title} {chunk.heading_path} {text}")
             chunks.append(chunk)
+        embedded = unit_vectors([chunk.embedding_text() for chunk in chunks], kind=vectors, seed=seed + start)
+        for chunk, vector in zip(chunks, embedded, strict=True):
+            chunk.embedding = vector
         copy_insert(KBChunk, chunks, [
             "tenant", "document", "ordinal", "text", "heading_path", "line_start", "line_end", "token_count",
             "content_hash", "embedding", "embedding_model", "search_text", "created_at",
         ])  # fmt: skip
 
 
-def bench_search(tenant, count: int, *, seed: int) -> None:
+LANGGRAPH_VECTOR_INDEX = "store_vectors_embedding_idx"
+
+
+def langgraph_start():
+    """LangGraph's PostgresStore in its runner, on a fresh database of its own whose tables store.setup() made."""
+    from report import peer_model_path, start_peer
+
+    return start_peer("langgraph", Path(settings.BASE_DIR) / "var" / "bench", peer_model_path())
+
+
+def langgraph_load(url: str, tenants: list) -> None:
+    """The same chunks as LangGraph items, copied from kb_kbchunk (setup, not measured): one item per chunk, key its
+    id, in the namespace ("kb", tenant id), value {"text": ...}, its vector in store_vectors. As for our table, the
+    store's HNSW index is dropped and rebuilt around the load, in one transaction."""
+    started = time.perf_counter()
+    connection.ensure_connection()
+    tenant_ids = ", ".join(str(int(tenant.pk)) for tenant in tenants)
+    copies = {
+        "store (prefix, key, value, created_at, updated_at)":
+            "'kb.' || tenant_id, id::text, jsonb_build_object('text', text), created_at, created_at",
+        "store_vectors (prefix, key, field_name, embedding, created_at, updated_at)":
+            "'kb.' || tenant_id, id::text, 'text', embedding, created_at, created_at",
+    }  # fmt: skip
+    with psycopg.connect(url) as target:
+        (definition,) = target.execute("SELECT pg_get_indexdef(%s::regclass)", [LANGGRAPH_VECTOR_INDEX]).fetchone()
+        target.execute(f"DROP INDEX {LANGGRAPH_VECTOR_INDEX}")
+        for table, columns in copies.items():
+            query = f"COPY (SELECT {columns} FROM kb_kbchunk WHERE tenant_id IN ({tenant_ids})) TO STDOUT"
+            with connection.connection.cursor() as source, source.copy(query) as reading:
+                with target.cursor() as cursor, cursor.copy(f"COPY {table} FROM STDIN") as writing:
+                    for block in reading:
+                        writing.write(block)
+        (rows,) = target.execute("SELECT count(*) FROM store_vectors").fetchone()
+        copied = time.perf_counter()
+        target.execute(f"SET LOCAL maintenance_work_mem = '{'1GB' if rows <= 200_000 else '4GB'}'")
+        target.execute(definition)
+    with psycopg.connect(url, autocommit=True) as target:
+        target.execute("VACUUM ANALYZE")
+    print(f"load {rows:,} chunks into LangGraph's store (COPY from kb_kbchunk, its HNSW index rebuilt after)  "
+          f"{copied - started:.1f} s copy + {time.perf_counter() - copied:.1f} s index and VACUUM ANALYZE")  # fmt: skip
+
+
+def _p50_p95(milliseconds: list[float]) -> str:
+    ordered = sorted(milliseconds)
+    return f"p50 {statistics.median(ordered):.1f} ms  p95 {ordered[int(len(ordered) * 0.95)]:.1f} ms"
+
+
+def exact_vector_top(tenant, vector, limit: int = 10) -> dict[str, str]:
+    """{id: text} of the tenant's chunks nearest the vector by exact cosine (a scan: `+ 0` keeps the HNSW out)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id::text, text FROM kb_kbchunk WHERE tenant_id = %s ORDER BY (embedding <=> %s::vector) + 0 "
+            "LIMIT %s",
+            [tenant.pk, str(vector.tolist()), limit],
+        )
+        return dict(cursor.fetchall())
+
+
+def bench_search(tenant, count: int, *, seed: int, vectors: str, also: dict, langgraph=None) -> None:
     rng = random.Random(seed + 1)
     vocab = Vocabulary(random.Random(seed))  # the loaded chunks' vocabulary
     queries = [vocab.query(rng) for _ in range(count)]
-    vectors = np.random.default_rng(seed + 1).normal(size=(count, settings.EMBEDDING_DIMENSIONS)).astype(np.float32)
-    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    for query, vector in zip(queries[:10], vectors[:10], strict=True):  # warm the caches
+    query_vectors = unit_vectors(queries, kind=vectors, seed=seed + 1)
+    namespace = ["kb", str(tenant.pk)]
+
+    def langgraph_search(vector) -> dict:
+        return langgraph.run({"op": "vector_search", "namespace": namespace, "vector": vector.tolist(), "limit": 10})
+
+    for query, vector in zip(queries[:10], query_vectors[:10], strict=True):  # warm the caches
         kb_search(tenant=tenant, query=query, vector=vector, limit=10)
+        if langgraph:
+            langgraph_search(vector)
     # The search as configured, and (interleaved, query by query) with every chunk of every term read and ranked,
     # and with the vector side an exact sort.
     variants = {
@@ -246,31 +325,64 @@ def bench_search(tenant, count: int, *, seed: int) -> None:
     chunks = KBChunk.objects.filter(tenant=tenant).count()
     if chunks > 200_000:
         del variants[", exact vector side"]  # seconds a query
+    variants |= {f", {name}={value}": {name: value} for name, value in also.items()}
     timings = {label: [] for label in variants}
-    returned = []
-    for query, vector in zip(queries, vectors, strict=True):
-        for label, changed in variants.items():
-            with override_settings(**changed):
-                started = time.perf_counter()
-                hits = kb_search(tenant=tenant, query=query, vector=vector, limit=10)
-                timings[label].append((time.perf_counter() - started) * 1000)
-            returned.append(len(hits))
+    returned, langgraph_ms, langgraph_keys = [], [], []
+    # With LangGraph: half the queries on each system, then the other half (A, B, A, B), so that the machine's drift
+    # hits both alike; not query by query, where each would evict the other's pages from the shared buffers.
+    blocks = 2 if langgraph else 1
+    for block in range(blocks):
+        part = slice(block * count // blocks, (block + 1) * count // blocks)
+        for query, vector in zip(queries[part], query_vectors[part], strict=True):
+            for label, changed in variants.items():
+                with override_settings(**changed):
+                    started = time.perf_counter()
+                    hits = kb_search(tenant=tenant, query=query, vector=vector, limit=10)
+                    timings[label].append((time.perf_counter() - started) * 1000)
+                returned.append(len(hits))
+        if langgraph:
+            for vector in query_vectors[part]:
+                answer = langgraph_search(vector)  # timed inside its runner: the JSON round trip is not counted
+                langgraph_ms.append(answer["ms"])
+                langgraph_keys.append(answer["keys"])
     for label, measured in timings.items():
-        measured.sort()
+        halves = (
+            f"; by half {_p50_p95(measured[: count // 2])}, {_p50_p95(measured[count // 2 :])}" if blocks > 1 else ""
+        )
         print(
             f"kb_search (limit 10, {chunks:,} chunks in the tenant, {KBChunk.objects.count():,} in the table{label})  "
-            f"p50 {statistics.median(measured):.1f} ms  p95 {measured[int(count * 0.95)]:.1f} ms  "
-            f"(query embedding excluded; {count} queries, min hits {min(returned)})"
+            f"{_p50_p95(measured)}  (query embedding excluded; {count} queries, min hits {min(returned)}{halves})"
         )
     checked = min(count, 100)
-    overlap = []
-    for query, vector in zip(queries[:checked], vectors[:checked], strict=True):
-        found = {hit.text for hit in kb_search(tenant=tenant, query=query, vector=vector, limit=10)}
+    overlap = {label: [] for label in variants}  # each variant's, so a shortfall shows which side loses it
+    for query, vector in zip(queries[:checked], query_vectors[:checked], strict=True):
         with connection.execute_wrapper(_exhaustive), override_settings(KB_SEARCH_KEYWORD_CHUNKS_READ=10**9):
             best = {hit.text for hit in kb_search(tenant=tenant, query=query, vector=vector, limit=10)}
-        overlap.append(len(found & best) / max(len(best), 1))
-    print(f"kb_search hit@10 against an exhaustive search of the same chunks: {statistics.fmean(overlap):.3f} "
-          f"({checked} queries; exact cosine instead of HNSW, every chunk of every term ranked)")  # fmt: skip
+        for label, changed in variants.items():
+            with override_settings(**changed):
+                found = {hit.text for hit in kb_search(tenant=tenant, query=query, vector=vector, limit=10)}
+            overlap[label].append(len(found & best) / max(len(best), 1))
+    others = "".join(f"; {label[2:]} {statistics.fmean(hits):.3f}" for label, hits in overlap.items() if label)
+    print(f"kb_search hit@10 against an exhaustive search of the same chunks: {statistics.fmean(overlap['']):.3f} "
+          f"({checked} queries; exact cosine instead of HNSW, every chunk of every term ranked){others}")  # fmt: skip
+    if langgraph:
+        # LangGraph's search is by vector alone: its reference is the exact cosine top 10, and ours beside it is
+        # kb_search ranking by the vector alone (KB_SEARCH_VECTOR_WEIGHT = 1).
+        ours, theirs = [], []
+        for query, vector, keys in zip(queries[:checked], query_vectors[:checked], langgraph_keys, strict=False):
+            exact = exact_vector_top(tenant, vector)
+            with override_settings(KB_SEARCH_VECTOR_WEIGHT=1.0):
+                found = {hit.text for hit in kb_search(tenant=tenant, query=query, vector=vector, limit=10)}
+            ours.append(len(found & set(exact.values())) / len(exact))
+            theirs.append(len(set(keys) & set(exact)) / len(exact))
+        print(
+            f"LangGraph PostgresStore.search (limit 10, the same chunks, vector only)  {_p50_p95(langgraph_ms)}  "
+            f"(the same query vectors; min hits {min(map(len, langgraph_keys))}; by half "
+            f"{_p50_p95(langgraph_ms[: count // 2])}, {_p50_p95(langgraph_ms[count // 2 :])}); "
+            f"hit@10 against exact cosine "
+            f"{statistics.fmean(theirs):.3f}, kb_search by the vector alone {statistics.fmean(ours):.3f} "
+            f"({checked} queries)"
+        )
 
 
 def _exhaustive(execute, sql, params, many, context):
@@ -284,10 +396,9 @@ def _exhaustive(execute, sql, params, many, context):
     return execute(sql, params, many, context)
 
 
-def explain(tenant, query: str, *, seed: int) -> None:
+def explain(tenant, query: str, *, seed: int, vectors: str) -> None:
     """The plan of kb_search's statement: which index each side used (EXPLAIN ANALYZE)."""
-    vector = np.random.default_rng(seed).normal(size=settings.EMBEDDING_DIMENSIONS).astype(np.float32)
-    vector /= np.linalg.norm(vector)
+    (vector,) = unit_vectors([query], kind=vectors, seed=seed)
     with connection.execute_wrapper(_explaining):
         kb_search(tenant=tenant, query=query, vector=vector, limit=10)
 
@@ -317,15 +428,27 @@ def main() -> None:
         "dropping and rebuilding them in one transaction (which locks kb_kbchunk meanwhile)",
     )
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of a search")
+    parser.add_argument("--no-langgraph", action="store_true", help="skip LangGraph's store beside kb_search")
+    parser.add_argument("--also", action="append", default=[], metavar="SETTING=NUMBER", help="kb_search with this "
+                        "setting too, interleaved with the others (KB_SEARCH_EF_SEARCH=400); repeatable")  # fmt: skip
+    parser.add_argument("--vectors", choices=["random", "hash"], default="random", help="the loaded chunks' and "
+                        "the queries' vectors: random unit vectors, or the hash embedder's")  # fmt: skip
     parser.add_argument("--trigger-cost", action="store_true", help="index the hash corpus with and without the "
                         "term-count triggers, alternating, and print what they cost")  # fmt: skip
     args = parser.parse_args()
+    also = {}
+    for setting in args.also:
+        name, _, value = setting.partition("=")
+        if not hasattr(settings, name) or not value.isdigit():
+            parser.error(f"--also {setting}: expected SETTING=NUMBER with a setting of this project")
+        also[name] = int(value)
 
     seed = uuid.uuid4().int % 2**32
     suffix = uuid.uuid4().hex[:8]
     tenant, _ = tenant_create(name=f"bench-kb-{suffix}")
     neighbour, _ = tenant_create(name=f"bench-kb-other-{suffix}")
     tenants = [tenant, neighbour]
+    langgraph = None
     try:
         with tempfile.TemporaryDirectory() as directory:
             root = Path(directory) / "hash"
@@ -350,16 +473,22 @@ def main() -> None:
                     print(f"re-run with nothing changed: {again / first:.1%} of the first run's time")
         with override_settings(EMBEDDING_PROVIDER="hash"):
             loads = [(tenant, args.chunks, seed), (neighbour, args.other_chunks, seed + 3)]
-            load_chunks(loads, rebuild_indexes=not args.keep_indexes)
-            bench_search(tenant, args.queries, seed=seed)
-            bench_search(neighbour, args.queries, seed=seed + 3)
+            load_chunks(loads, rebuild_indexes=not args.keep_indexes, vectors=args.vectors)
+            if not args.no_langgraph:
+                langgraph, url = langgraph_start()
+                langgraph_load(url, [tenant, neighbour])
+            for scope, scope_seed in ((tenant, seed), (neighbour, seed + 3)):
+                bench_search(scope, args.queries, seed=scope_seed, vectors=args.vectors, also=also, langgraph=langgraph)
             if args.explain:
                 vocab = Vocabulary(random.Random(seed))
                 for scope in (tenant, neighbour):
                     print(f"\n--- EXPLAIN ANALYZE, tenant {scope.name}")
                     # One of the most common content words, and two of middling frequency.
-                    explain(scope, " ".join([vocab.content[0], vocab.content[300], vocab.content[301]]), seed=seed)
+                    query = " ".join([vocab.content[0], vocab.content[300], vocab.content[301]])
+                    explain(scope, query, seed=seed, vectors=args.vectors)
     finally:
+        if langgraph:
+            langgraph.close()
         for scope in tenants:
             scope.delete()  # with the vectors it cached
 

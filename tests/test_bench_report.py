@@ -10,7 +10,9 @@ import pytest
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH / "peers"))
 
+import _measure  # noqa: E402
 import _report_figures as figures  # noqa: E402
 
 
@@ -168,3 +170,23 @@ def test_report_help_runs_without_starting_anything():
     assert result.returncode == 0, result.stderr
     assert "--quick" in result.stdout
     assert "var/bench/report.json" in result.stdout
+
+
+class GivenVectorSystem:
+    """A peer's search by a given vector, nearest first by dot product over three stored items."""
+
+    items = {"a": [1.0, 0.0], "b": [0.6, 0.8], "c": [0.0, 1.0]}
+
+    def search_vector(self, namespace, vector, limit):
+        assert namespace == ["kb", "7"]
+        scores = {key: sum(x * y for x, y in zip(item, vector, strict=True)) for key, item in self.items.items()}
+        return sorted(scores, key=scores.get, reverse=True)[:limit]
+
+
+def test_a_runner_answers_a_search_by_a_given_vector_with_its_keys_and_its_time():
+    answer = _measure.run(
+        GivenVectorSystem(), {"op": "vector_search", "namespace": ["kb", "7"], "vector": [0.0, 1.0], "limit": 2}
+    )
+
+    assert answer["keys"] == ["c", "b"]
+    assert answer["ms"] >= 0

@@ -9,7 +9,8 @@ A system is an object with
     bulk(user, texts)                  -> None (one call of the system's public bulk add)
     seed(user, items)                  -> None (setup, not measured: items are {"content", "dia_id"?, "occurred_at"?})
     info()                             -> dict (versions, threads, configuration)
-and optionally thread_finished() (called at the end of each client thread) and close().
+and optionally thread_finished() (called at the end of each client thread), close(), and
+    search_vector(namespace, vector, limit) -> list of item keys, best first (bench/kb.py: a search by a given vector)
 
 A runner serves one JSON command per line on stdin and answers one JSON line on stdout (serve()).
 """
@@ -108,6 +109,14 @@ def recall_found(system, questions: list[list], limit: int = 10) -> dict:
     return {"found": found, "e2e_ms": latencies}
 
 
+def timed_vector_search(system, namespace: list[str], vector: list[float], limit: int = 10) -> dict:
+    """One search by a given query vector (no model involved), timed: one at a time, so that bench/kb.py chooses
+    how it alternates them with the product's own."""
+    started = time.perf_counter()
+    keys = system.search_vector(namespace, vector, limit)
+    return {"ms": (time.perf_counter() - started) * 1000, "keys": keys}
+
+
 def seed(system, users: dict) -> dict:
     started = time.perf_counter()
     for user, items in users.items():
@@ -134,6 +143,8 @@ def run(system, command: dict) -> dict:
         return bulk_adds(system, command["user"], command["texts"], command.get("batch", 100))
     if op == "recall":
         return recall_found(system, command["questions"], command.get("limit", 10))
+    if op == "vector_search":
+        return timed_vector_search(system, command["namespace"], command["vector"], command.get("limit", 10))
     raise ValueError(f"unknown op {op!r}")
 
 

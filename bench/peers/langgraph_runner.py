@@ -6,7 +6,8 @@ var/bench/venvs/langgraph/bin/python.
 PostgresStore.from_conn_string on the given database with a connection pool, store.setup(), and its pgvector
 index (dims 384, the "text" field embedded, the store's default HNSW/cosine) fed by an embedding function that
 calls the bundled all-MiniLM-L6-v2 through sentence-transformers. A user's memories are the items of the
-namespace ("users", user, "memories"). Serves bench/peers/_measure.py's JSON commands.
+namespace ("users", user, "memories"). Serves bench/peers/_measure.py's JSON commands. bench/kb.py's search by a
+given vector goes through a second PostgresStore on the same tables whose embedding function returns that vector.
 """
 
 import argparse
@@ -34,6 +35,9 @@ class LangGraphSystem:
         # The embedding function is the user's to write; a fast tokenizer must not serve two threads at once
         # ("Already borrowed"), so the 8 clients take turns at the model, as one shared model would.
         self.model_lock = threading.Lock()
+        self.database_url = database_url
+        self.supplied_store = None
+        self.supplied_vector: list[float] = []
         self.stack = contextlib.ExitStack()
         self.store = self.stack.enter_context(
             PostgresStore.from_conn_string(
@@ -94,6 +98,24 @@ class LangGraphSystem:
                     for item in items[start : start + 500]
                 ]
             )
+
+    def search_vector(self, namespace: list[str], vector: list[float], limit: int) -> list[str]:
+        """store.search as an agent calls it, with the query's embedding given instead of computed."""
+        if self.supplied_store is None:
+            from langgraph.store.postgres import PostgresStore
+
+            self.supplied_store = self.stack.enter_context(
+                PostgresStore.from_conn_string(
+                    self.database_url,
+                    pool_config={"min_size": 1, "max_size": 2},
+                    index={"dims": len(vector), "embed": self.supplied, "fields": ["text"]},
+                )
+            )
+        self.supplied_vector = vector
+        return [item.key for item in self.supplied_store.search(tuple(namespace), query="(given)", limit=limit)]
+
+    def supplied(self, texts: list[str]) -> list[list[float]]:
+        return [self.supplied_vector for _ in texts]
 
     def close(self) -> None:
         self.stack.close()

@@ -1,5 +1,7 @@
 """Embedding providers: hash (no model), openai (against a local fake server), local (all-MiniLM-L6-v2)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -193,6 +195,28 @@ class TestForwardRuntimes:
             assert np.abs(embedder.embed([text])[0] - own_vector).max() <= 1e-5
         twin = copy.deepcopy(embedder._model)  # what a second concurrent call embeds with
         assert np.abs(twin.encode(_VARIED, normalize_embeddings=True) - own).max() <= 1e-5
+
+    def test_the_onnx_graph_is_loaded_from_a_file_that_is_gone_once_loaded(self, monkeypatch, tmp_path):
+        import dataclasses
+        import tempfile
+
+        import onnxruntime
+
+        opened = []
+        session = onnxruntime.InferenceSession
+
+        def opening(graph, *args, **kwargs):
+            opened.append(graph)
+            return session(graph, *args, **kwargs)
+
+        monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+        monkeypatch.setattr(onnxruntime, "InferenceSession", opening)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime"))
+
+        assert embedder.runtime == "onnxruntime"
+        assert [Path(graph).parent.parent for graph in opened] == [tmp_path]  # a path, not the graph's bytes
+        assert not Path(opened[0]).parent.exists()
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the session outlives its file
 
     def test_onnxruntime_is_the_default(self, local_embedder):
         from ai.embedders import EmbedderConfig
