@@ -107,7 +107,7 @@ def resident_mb(runtime: str) -> int:
         [sys.executable, str(Path(__file__).resolve()), "--resident-of", runtime],
         capture_output=True, text=True, check=True, env={**os.environ, "EMBEDDING_PROVIDER": "local"},
     )  # fmt: skip
-    return int(answer.stdout.split()[-1])
+    return round(float(answer.stdout.split()[-1]))
 
 
 def bench_resident(rounds: int = 2) -> None:
@@ -126,10 +126,11 @@ def main() -> None:
     parser.add_argument("--resident-of", choices=LOCAL_RUNTIMES, help=argparse.SUPPRESS)  # resident_mb's child
     args = parser.parse_args()
     if args.resident_of:
+        from report import process_resident_mb
+
         with override_settings(EMBEDDING_PROVIDER="local", LOCAL_EMBEDDING_RUNTIME=args.resident_of):
             get_embedder().embed(["I moved to Lisbon last year."])
-        kilobytes = next(line.split()[1] for line in Path("/proc/self/status").open() if line.startswith("VmRSS"))
-        print(int(kilobytes) // 1024)
+        print(process_resident_mb(os.getpid()))
         return
     if args.runtimes:
         bench_runtimes()

@@ -24,6 +24,7 @@ import uuid
 from pathlib import Path
 
 import _django  # noqa: F401
+import _report_figures as figures
 import numpy as np
 import psycopg
 from django.conf import settings
@@ -33,7 +34,7 @@ from django.utils import timezone
 
 from ai.embedders import HashEmbedder
 from ai.services import active_embedding_model
-from core.db import copy_insert
+from core.db import copy_insert, vector_literal
 from core.text import STOP_WORDS, search_text
 from kb.models import Document, KBChunk
 from kb.selectors import kb_search
@@ -250,7 +251,7 @@ def langgraph_start():
     """LangGraph's PostgresStore in its runner, on a fresh database of its own whose tables store.setup() made."""
     from report import peer_model_path, start_peer
 
-    return start_peer("langgraph", Path(settings.BASE_DIR) / "var" / "bench", peer_model_path())
+    return start_peer("langgraph", settings.BASE_DIR / "var" / "bench", peer_model_path())
 
 
 def langgraph_load(url: str, tenants: list) -> None:
@@ -286,8 +287,7 @@ def langgraph_load(url: str, tenants: list) -> None:
 
 
 def _p50_p95(milliseconds: list[float]) -> str:
-    ordered = sorted(milliseconds)
-    return f"p50 {statistics.median(ordered):.1f} ms  p95 {ordered[int(len(ordered) * 0.95)]:.1f} ms"
+    return f"p50 {figures.median(milliseconds):.1f} ms  p95 {figures.percentile(milliseconds, 0.95):.1f} ms"
 
 
 def exact_vector_top(tenant, vector, limit: int = 10) -> dict[str, str]:
@@ -296,7 +296,7 @@ def exact_vector_top(tenant, vector, limit: int = 10) -> dict[str, str]:
         cursor.execute(
             "SELECT id::text, text FROM kb_kbchunk WHERE tenant_id = %s ORDER BY (embedding <=> %s::vector) + 0 "
             "LIMIT %s",
-            [tenant.pk, str(vector.tolist()), limit],
+            [tenant.pk, vector_literal(vector), limit],
         )
         return dict(cursor.fetchall())
 

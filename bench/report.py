@@ -523,7 +523,7 @@ def resident_mb(name: str, system) -> float | None:
     for the product, a fresh process as a web worker or the task worker is once it has embedded and searched (this
     orchestrator also holds the report's data, so its own size would say little)."""
     if name != "product":
-        return _resident_mb(system.process.pid)
+        return process_resident_mb(system.process.pid)
     probe = (
         "import _django, os\n"
         "from ai.services import embed_query\n"
@@ -546,14 +546,15 @@ def resident_mb(name: str, system) -> float | None:
     )
     try:
         pid = int(process.stdout.readline())
-        return _resident_mb(pid)
+        return process_resident_mb(pid)
     except ValueError:
         return None
     finally:
         process.communicate("\n", timeout=60)
 
 
-def _resident_mb(pid: int) -> float | None:
+def process_resident_mb(pid: int) -> float | None:
+    """VmRSS of a process, in MB (also bench/embeddings.py's)."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
