@@ -364,7 +364,8 @@ def bench_search(tenant, count: int, *, seed: int, vectors: str, also: dict, lan
             overlap[label].append(len(found & best) / max(len(best), 1))
     others = "".join(f"; {label[2:]} {statistics.fmean(hits):.3f}" for label, hits in overlap.items() if label)
     print(f"kb_search hit@10 against an exhaustive search of the same chunks: {statistics.fmean(overlap['']):.3f} "
-          f"({checked} queries; exact cosine instead of HNSW, every chunk of every term ranked){others}")  # fmt: skip
+          f"({checked} queries; exact cosine instead of HNSW, every chunk of every term ranked, by the fused score "
+          f"too){others}")  # fmt: skip
     if langgraph:
         # LangGraph's search is by vector alone: its reference is the exact cosine top 10, and ours beside it is
         # kb_search ranking by the vector alone (KB_SEARCH_VECTOR_WEIGHT = 1).

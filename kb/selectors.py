@@ -107,13 +107,17 @@ class DocumentHit:
 # lowest ids can rank (ties go to the lower id), and only a pattern scoring at least the rare ranking's last place
 # (bar) is read at all (a one-time filter). The patterns are walked best first and the walk stops once it has
 # `candidates` chunks: the patterns after them cannot rank (pattern_walk).
+# With a query vector, the chunks the keyword side reads in full are also ranked by the fused score itself (rare_fused:
+# their vectors are in the rows read anyway, and the keyword side's best score is known once keyword_hits is), and a
+# small pattern's chunks are read nearest first: chunks that tie on the keyword side are told apart by cosine, and
+# the vector side's 40 nearest (or the walk's misses, with the hash embedder's vectors) need not hold them.
 # The union is then scored on both sides alike, so a passage found by one channel still gets the other's score.
 _SEARCH_SQL = """
 WITH vector_hits AS MATERIALIZED (
     {vector_hits}
 ),
 rare_matches AS MATERIALIZED (
-    SELECT id{match_columns}{length_column}
+    SELECT id{match_columns}{length_column}{distance_column}
     FROM kb_kbchunk
     WHERE {where} AND search_vector @@ {rare_terms}
 ),
@@ -140,7 +144,7 @@ pattern_best AS MATERIALIZED (
     LIMIT %(candidates)s
 ),
 keyword_hits AS MATERIALIZED (
-    SELECT id FROM (
+    SELECT id, score FROM (
         SELECT id, score FROM rare_best
         UNION ALL
         SELECT id, score FROM pattern_best
@@ -148,10 +152,15 @@ keyword_hits AS MATERIALIZED (
     ORDER BY score DESC, id
     LIMIT %(candidates)s
 ),
+rare_fused AS MATERIALIZED (
+    {rare_fused}
+),
 candidates AS (
     SELECT id FROM vector_hits
     UNION
-    SELECT id FROM keyword_hits
+    SELECT id FROM rare_fused
+    UNION
+    SELECT id FROM keyword_hits{pattern_candidates}
 ),
 scored AS (
     SELECT c.id, c.document_id, c.heading_path, c.line_start, c.line_end, c.text,
@@ -171,9 +180,15 @@ _PATTERN_HITS_SQL = """(
             FROM kb_kbchunk
             WHERE {where} AND search_vector @@ {tsquery}
                 AND (SELECT score FROM patterns WHERE pattern = {pattern}) >= (SELECT score FROM bar)
-            ORDER BY id
+            ORDER BY {order}
             LIMIT %(candidates)s
         )"""
+# The chunks read in full, best fused score first: _fused's score (keyword scaled by the best keyword score, which
+# keyword_hits holds, and by the share of the query's terms matched), computed in SQL.
+_RARE_FUSED_SQL = """SELECT id FROM rare_matches CROSS JOIN idf
+    ORDER BY %(weight)s::float8 * (1 - distance) + (1 - %(weight)s::float8) * {match_score}
+        / (SELECT coalesce(nullif(max(score), 0), 1) FROM keyword_hits) * {matched} / {terms} DESC, id
+    LIMIT %(candidates)s"""
 # Patterns that score alike (terms in as many chunks) are ranked together, by score and then id, as in a full read.
 _TIED_PATTERNS_SQL = """(
             SELECT id, score FROM ({patterns}) tied
@@ -310,7 +325,11 @@ def kb_search_statement(
     bm25 = Bm25(k1=settings.KB_SEARCH_BM25_K1, b=settings.KB_SEARCH_BM25_B)
     lengths = bool(bm25.b)
     rare, common = _read_in_full(statistics.per_term, every_term=lengths)
-    if vector is not None:
+    with_vector = vector is not None
+    rare_score = keywords.score(
+        bm25, alias="rare_matches", length="rare_matches.len", average_length="idf.average_length"
+    )
+    if with_vector:
         distance = "embedding <=> %(vector)s::vector"
         if _sorted_exactly(statistics):
             distance = f"({distance}) + 0"  # an expression no index serves
@@ -327,17 +346,32 @@ def kb_search_statement(
         rare_terms=keywords.any_term(rare),
         match_columns=keywords.match_columns("search_vector"),
         length_column=", length(search_vector) AS len" if lengths else "",
+        distance_column=", embedding <=> %(vector)s::vector AS distance" if with_vector else "",
+        rare_fused=_RARE_FUSED_SQL.format(
+            match_score=rare_score, matched=keywords.matched_count("rare_matches"), terms=max(len(keywords), 1)
+        )
+        if with_vector
+        else "SELECT id FROM rare_matches WHERE false",
         idf_columns=keywords.idf_columns("%(chunks)s", lambda match: f"%(chunks_{match})s"),
         # Over the chunks that match (every term is read with b > 0): the tenant-wide average would cost a read of
         # every chunk.
         average_length=", greatest(avg(len), 1)::float8 AS average_length FROM rare_matches" if lengths else "",
-        match_score=keywords.score(
-            bm25, alias="rare_matches", length="rare_matches.len", average_length="idf.average_length"
-        ),
+        match_score=rare_score,
         pattern_score=keywords.idf_sum("p"),
         pattern_rows=_pattern_rows(patterns, len(keywords)),
         pattern_columns="".join(f", {name}" for name in names),
-        pattern_walk=_pattern_walk(patterns, keywords=keywords, statistics=statistics, where=where),
+        pattern_walk=_pattern_walk(
+            patterns,
+            keywords=keywords,
+            statistics=statistics,
+            where=where,
+            # What the rare terms left of the chunks the keyword side reads in full.
+            read_nearest_first=settings.KB_SEARCH_KEYWORD_CHUNKS_READ - sum(statistics.per_term[n] for n in rare)
+            if with_vector
+            else None,
+        ),
+        # The walk's chunks nearest first stay candidates even where keyword_hits cuts their score's ties by id.
+        pattern_candidates="\n    UNION\n    SELECT id FROM pattern_best" if with_vector else "",
         candidate_columns=keywords.match_columns("c.search_vector")
         + (", length(c.search_vector) AS len" if lengths else ""),
         candidate_score=keywords.score(bm25, alias="s", length="s.len", average_length="idf.average_length"),
@@ -348,9 +382,10 @@ def kb_search_statement(
         "model": active_embedding_model(),
         "candidates": max(limit * settings.KB_SEARCH_CANDIDATE_FACTOR, 40),
         "chunks": statistics.chunks,
+        "weight": settings.KB_SEARCH_VECTOR_WEIGHT,
     }
     params |= {f"chunks_{name}": count for name, count in zip(names, statistics.per_term, strict=True)}
-    if vector is not None:
+    if with_vector:
         params["vector"] = vector_literal(vector)
     if documents is not None:
         params["documents"] = documents
@@ -388,11 +423,18 @@ def _patterns(common: list[int]) -> list[tuple[int, ...]]:
 
 
 def _pattern_walk(
-    patterns: list[tuple[int, ...]], *, keywords: KeywordQuery, statistics: TermChunks, where: str
+    patterns: list[tuple[int, ...]],
+    *,
+    keywords: KeywordQuery,
+    statistics: TermChunks,
+    where: str,
+    read_nearest_first: float | None = None,
 ) -> str:
     """The patterns' chunks best pattern first, for a LIMIT to stop reading at (PostgreSQL's Append runs its parts
     in order, and kb_search turns parallel plans off). The order is the SQL's scores, computed here alike; patterns
-    closer than a rounding error are one part, ranked inside."""
+    closer than a rounding error are one part, ranked inside. Patterns whose chunks (estimated) add up to at most
+    read_nearest_first (None: no query vector), best first, are read in full and nearest the query first instead of
+    lowest ids first: their chunks score alike on the keyword side, so the fused score ranks them by cosine."""
     if not patterns:
         return "SELECT id, 0::float8 AS score FROM kb_kbchunk WHERE false"
     idfs = [idf(statistics.chunks, chunks) for chunks in statistics.per_term]
@@ -405,6 +447,11 @@ def _pattern_walk(
             groups.append([number])
     parts = []
     for group in groups:
+        nearest = False
+        if read_nearest_first is not None and len(group) == 1:  # tied patterns are ranked together, by id
+            chunks = _pattern_chunks(patterns[group[0]], statistics)
+            nearest = chunks <= read_nearest_first
+            read_nearest_first -= chunks if nearest else 0
         hits = [
             _PATTERN_HITS_SQL.format(
                 pattern=number,
@@ -412,11 +459,22 @@ def _pattern_walk(
                 tsquery=keywords.pattern(
                     patterns[number], [n for n in range(len(keywords)) if n not in patterns[number]]
                 ),
+                # `+ 0`: never an HNSW scan filtered by the pattern.
+                order="(embedding <=> %(vector)s::vector) + 0, id" if nearest else "id",
             )
             for number in group
         ]
         parts.append(hits[0] if len(hits) == 1 else _TIED_PATTERNS_SQL.format(patterns=" UNION ALL ".join(hits)))
     return "\n        UNION ALL ".join(parts)
+
+
+def _pattern_chunks(inside: tuple[int, ...], statistics: TermChunks) -> float:
+    """The chunks holding exactly these of the query's terms, were the terms independent."""
+    share = 1.0
+    for n, chunks in enumerate(statistics.per_term):
+        held = chunks / max(statistics.chunks, 1)
+        share *= held if n in inside else 1 - held
+    return statistics.chunks * share
 
 
 def _pattern_rows(patterns: list[tuple[int, ...]], terms: int) -> str:

@@ -281,7 +281,8 @@ KB_SEARCH_BM25_K1 = env.float("KB_SEARCH_BM25_K1", default=1.2)
 KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 # kb_search's keyword side reads every chunk of the query's rarest terms while they add up to at most this many
 # chunks (by the tenant's term counts); a commoner term's chunks are reached only through the few that can still
-# rank (kb.selectors). 0 reads none in full; a large number reads every matching chunk (the exhaustive search).
+# rank (kb.selectors), and what the rare terms leave of this goes to reading the smallest sets of common terms
+# nearest the query first. 0 reads none in full; a large number reads every matching chunk (the exhaustive search).
 KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=2000)
 # kb_search's vector side sorts a tenant's chunks exactly up to this many, and beyond while they are a small share
 # of the table (chunks^2 <= table's chunks x a tenth of this); else it walks the HNSW graph.

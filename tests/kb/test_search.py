@@ -9,6 +9,7 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from ai.embedders import HashEmbedder
+from core.db import vector_literal
 from core.keywords import KeywordQuery
 from core.text import query_terms
 from kb.models import KBChunk
@@ -275,7 +276,7 @@ def test_the_vector_side_sorts_a_small_knowledge_base_or_a_small_share_of_the_ta
         tenant=tenant, keywords=KeywordQuery("deploys"), statistics=statistics, vector=vector, limit=10
     )
 
-    assert ("ORDER BY (embedding <=> %(vector)s::vector) + 0" in sql) is sorted_exactly
+    assert ("ORDER BY (embedding <=> %(vector)s::vector) + 0 LIMIT" in sql) is sorted_exactly
     assert "ORDER BY embedding <=> %(vector)s::vector LIMIT" in sql or sorted_exactly
 
 
@@ -293,7 +294,91 @@ def test_the_share_of_the_table_is_read_from_its_statistics(tenant, other_tenant
         with CaptureQueriesContext(connection) as queries:
             assert kb_search(tenant=scope, query="deploys", limit=3)
         (search,) = [query["sql"] for query in queries if query["sql"].lstrip().startswith("WITH vector_hits")]
-        return "::vector) + 0" in search
+        return "::vector) + 0 LIMIT" in search
 
     assert sorted_exactly(tenant)
     assert not sorted_exactly(other_tenant)
+
+
+# --- what the graph's walk misses, the keyword side's reads find -------------------------------------------------
+
+
+@pytest.fixture
+def starved_graph(tenant, other_tenant, settings):
+    """A tenant whose vector side walks the graph and finds nothing: 600 of another tenant's chunks nearer the
+    query come first, and the scan stops soon after (hnsw.max_scan_tuples). Its chunks: "zebra canary" in 50 (the
+    last, with the fewest other words, nearest the query), "zebra" alone in 60, "canary" alone in 60."""
+    settings.KB_SEARCH_EXACT_MAX_CHUNKS = 0
+    filler = "of the service during the weekly release window with notes"
+    sections = [f"## Part {n}\n\nZebra canary {filler} {n}." for n in range(49)]
+    sections += [f"## Part {n}\n\nZebra {filler} {n}." for n in range(49, 109)]
+    sections += [f"## Part {n}\n\nCanary {filler} {n}." for n in range(109, 169)]
+    sections += ["## Part 169\n\nZebra canary 169."]
+    index(tenant, "notes.md", "# Notes\n\n" + "\n\n".join(sections) + "\n")
+    index(other_tenant, "other.md", "# Z\n\n" + "\n\n".join("## Z\n\nZebra canary." for _ in range(600)) + "\n")
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE kb_kbchunk")
+        # So few rows would be sorted by the tenant's index: the graph only walks where the sort costs more.
+        cursor.execute("SET enable_sort = off")
+        cursor.execute("SET hnsw.max_scan_tuples = 1")
+    yield tenant
+    with connection.cursor() as cursor:
+        cursor.execute("RESET enable_sort")
+        cursor.execute("RESET hnsw.max_scan_tuples")
+
+
+def exact_vector_side(tenant, query: str, settings) -> list[DocumentHit]:
+    settings.KB_SEARCH_EXACT_MAX_CHUNKS = 10**9
+    try:
+        return kb_search(tenant=tenant, query=query, limit=10)
+    finally:
+        settings.KB_SEARCH_EXACT_MAX_CHUNKS = 0
+
+
+def test_the_graph_is_starved_here(starved_graph):
+    vector = HashEmbedder(dimensions=settings.EMBEDDING_DIMENSIONS).embed(["zebra canary"])[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        cursor.execute(
+            "SELECT count(*) FROM (SELECT id FROM kb_kbchunk WHERE tenant_id = %s ORDER BY embedding <=> %s::vector"
+            " LIMIT 40) walked",
+            [starved_graph.pk, vector_literal(vector)],
+        )
+        assert cursor.fetchone() == (0,)
+
+
+def test_the_chunks_read_in_full_are_ranked_by_the_fused_score(starved_graph, settings):
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = 10**9  # both terms read in full; 50 chunks tie on the keyword side
+
+    hits = kb_search(tenant=starved_graph, query="zebra canary", limit=10)
+
+    assert hits[0].text.endswith("Zebra canary 169.")
+    assert hits == exact_vector_side(starved_graph, "zebra canary", settings)
+
+
+def test_a_pattern_of_common_terms_is_read_nearest_first(starved_graph, settings):
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = 100  # both terms common (110 chunks each); "both" estimated at 71
+
+    hits = kb_search(tenant=starved_graph, query="zebra canary", limit=10)
+
+    assert hits[0].text.endswith("Zebra canary 169.")
+    assert hits == exact_vector_side(starved_graph, "zebra canary", settings)
+
+
+@pytest.mark.parametrize(("chunks_read", "nearest_first"), [(2_000, 0), (3_000, 1), (9_400, 2)])
+def test_patterns_are_read_nearest_first_within_what_the_rare_terms_left_to_read(tenant, settings, chunks_read,
+                                                                                 nearest_first):  # fmt: skip
+    # "alpha" is read in full (1,500 chunks), "beta" and "gamma" are common: their patterns, best first, hold ~709
+    # chunks (both), ~7,171 (beta alone) and ~8,156 (gamma alone), estimated.
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = chunks_read
+    statistics = TermChunks(chunks=100_000, per_term=[1_500, 8_000, 9_000], table_chunks=100_000)
+    vector = HashEmbedder(dimensions=settings.EMBEDDING_DIMENSIONS).embed(["alpha beta gamma"])[0]
+    keywords = KeywordQuery("alpha beta gamma")
+
+    sql, _ = kb_search_statement(tenant=tenant, keywords=keywords, statistics=statistics, vector=vector, limit=10)
+    keyword_only, _ = kb_search_statement(
+        tenant=tenant, keywords=keywords, statistics=statistics, vector=None, limit=10
+    )
+
+    assert sql.count("ORDER BY (embedding <=> %(vector)s::vector) + 0, id") == nearest_first
+    assert "<=>" not in keyword_only
