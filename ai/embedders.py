@@ -324,18 +324,23 @@ class LocalEmbedder:
         size = max(settings.EMBEDDING_SLICE_SIZE, 1)
         if 0 < len(texts) <= size:
             return self._embed_together(texts)
+        # Shortest first, so that each slice's passes pad little (100 LoCoMo turns: 1.09 -> 0.95 s); the vectors go
+        # back in the caller's order.
+        order = sorted(range(len(texts)), key=lambda number: len(texts[number]))
         slices = []
         for start in range(0, len(texts), size):
             # The slot is released between slices, so a short call waiting meanwhile goes next.
             with EMBEDDING_GATE.slot(short=False):
                 model = self._checkout()
                 try:
-                    slices.append(self._encode(model, texts[start : start + size]))
+                    slices.append(self._encode(model, [texts[number] for number in order[start : start + size]]))
                 finally:
                     self._checkin(model)
         if not slices:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.vstack(slices).astype(np.float32)
+        vectors = np.empty((len(texts), slices[0].shape[1]), dtype=np.float32)
+        vectors[order] = np.vstack(slices)
+        return vectors
 
     def _embed_together(self, texts: list[str]) -> np.ndarray:
         """A short call (a query, a fact) and the other short calls waiting for the model when it gets its turn go

@@ -172,6 +172,18 @@ def test_a_long_call_is_sliced_and_a_query_waiting_meanwhile_goes_before_its_nex
     assert shared["most"] == 1
 
 
+def test_a_long_call_is_sliced_by_length_and_answered_in_its_own_order(settings, local):
+    settings.EMBEDDING_SLICE_SIZE = 4
+    embedder, shared = local
+    shared["hold"].set()
+    texts = [("word " * (number % 3 * 10)) + str(number) for number in range(12)]  # short, middling, long in turn
+
+    vectors = embedder.embed(texts)
+
+    assert [sorted({len(text) for text in call}) for call in shared["calls"]] == [[1], [51, 52], [101, 102]]
+    assert vectors.tolist() == [[float(number)] * 4 for number in range(12)]
+
+
 def test_an_empty_call_embeds_nothing(local):
     embedder, shared = local
 
