@@ -338,7 +338,7 @@ class LocalEmbedder:
                     self._checkin(model)
         if not slices:
             return np.zeros((0, self.dimensions), dtype=np.float32)
-        vectors = np.empty((len(texts), slices[0].shape[1]), dtype=np.float32)
+        vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
         vectors[order] = np.vstack(slices)
         return vectors
 
