@@ -218,6 +218,29 @@ class TestForwardRuntimes:
         assert not Path(opened[0]).parent.exists()
         assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the session outlives its file
 
+    def test_the_onnx_graph_is_exported_from_eager_attention_and_the_model_keeps_its_own(
+        self, monkeypatch, own_forward_embedder
+    ):
+        import dataclasses
+
+        import torch
+
+        exported_with = []
+        export = torch.onnx.export
+
+        def exporting(module, *args, **kwargs):
+            exported_with.append(module.transformer.config._attn_implementation)
+            return export(module, *args, **kwargs)
+
+        monkeypatch.setattr(torch.onnx, "export", exporting)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime"))
+
+        assert embedder.runtime == "onnxruntime"
+        assert exported_with == ["eager"]
+        loaded_with = own_forward_embedder._model[0].auto_model.config._attn_implementation
+        assert loaded_with != "eager"  # else this test would prove nothing
+        assert embedder._model[0].auto_model.config._attn_implementation == loaded_with
+
     def test_onnxruntime_is_the_default(self, local_embedder):
         from ai.embedders import EmbedderConfig
 

@@ -29,6 +29,7 @@ class CountingModel:
             shared["most"] = max(shared["most"], shared["active"])
             shared["models"].add(id(self))
             shared["calls"].append(list(texts))
+            shared["pass_sizes"].append(options["batch_size"])
         shared["started"].release()
         try:
             assert shared["hold"].wait(timeout=30), "the test never released the call"
@@ -50,6 +51,7 @@ def local(monkeypatch):
         "most": 0,
         "models": set(),
         "calls": [],
+        "pass_sizes": [],  # the texts per forward pass each call asked for
         "copies": 0,
         "hold": threading.Event(),
         "started": threading.Semaphore(0),
@@ -182,6 +184,19 @@ def test_a_long_call_is_sliced_by_length_and_answered_in_its_own_order(settings,
 
     assert [sorted({len(text) for text in call}) for call in shared["calls"]] == [[1], [51, 52], [101, 102]]
     assert vectors.tolist() == [[float(number)] * 4 for number in range(12)]
+
+
+def test_a_long_calls_slices_go_through_in_one_pass_each_and_short_calls_in_small_passes(settings, local):
+    settings.EMBEDDING_SLICE_SIZE = 6
+    embedder, shared = local
+    shared["hold"].set()
+
+    embedder.embed([f"turn {number}" for number in range(12)])  # sorted by length: little padding in a big pass
+    embedder.embed(["how do I deploy? 1", "a much longer question about the deployment of the service? 2"])
+
+    assert [len(call) for call in shared["calls"]] == [6, 6, 2]
+    assert shared["pass_sizes"] == [6, 6, embedders.FORWARD_BATCH_SIZE]
+    assert embedders.FORWARD_BATCH_SIZE < 6
 
 
 def test_an_empty_call_embeds_nothing(local):
