@@ -301,6 +301,7 @@ class LocalEmbedder:
         self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         self.runtime = _faster_forward(self._model, config.runtime, self.threads)
+        self.encodes_directly = _direct_encode_agrees(self._model)
         # One model per concurrent call: its fast tokenizer must not be used by two threads at once ("Already
         # borrowed", huggingface/tokenizers#537). Copies are made on demand, at most EMBEDDING_MAX_CONCURRENCY.
         self._free_models = [self._model]
@@ -390,13 +391,10 @@ class LocalEmbedder:
                 offset += len(call.texts)
 
     def _encode(self, model, texts: list[str], pass_size: int = FORWARD_BATCH_SIZE) -> np.ndarray:
-        return model.encode(
-            texts,
-            batch_size=min(self.batch_size, pass_size),
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        pass_size = min(self.batch_size, pass_size)
+        if self.encodes_directly:
+            return _encode_directly(model, texts, pass_size)
+        return _encode_through_model(model, texts, pass_size)
 
     def _checkout(self):
         with self._models_lock:
@@ -432,8 +430,7 @@ def _faster_forward(model, runtime: str, threads: int) -> str:
             f"Unknown LOCAL_EMBEDDING_RUNTIME {runtime!r}: use {', '.join(LOCAL_RUNTIMES)}.", code="configuration_error"
         )
     transformer = model[0].auto_model
-    preprocess = getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 5 renamed it
-    features = preprocess(list(_PROBES[:2]))  # padded: the graph keeps the attention mask's path
+    features = _preprocessor(model)(list(_PROBES[:2]))  # padded: the graph keeps the attention mask's path
     example = {name: features[name] for name in ("input_ids", "attention_mask", "token_type_ids") if name in features}
     candidates = LOCAL_RUNTIMES[LOCAL_RUNTIMES.index(runtime) : -1]  # torch, the last, is the model as loaded
     expected = _probe_vectors(model) if candidates else []
@@ -451,6 +448,50 @@ def _faster_forward(model, runtime: str, threads: int) -> str:
         del transformer.forward
         logger.warning("local embedding model not run on %s: it embedded differently", candidate)
     return "torch"
+
+
+def _encode_through_model(model, texts: list[str], pass_size: int) -> np.ndarray:
+    return model.encode(
+        texts, batch_size=pass_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
+
+
+def _encode_directly(model, texts: list[str], pass_size: int) -> np.ndarray:
+    """What model.encode does for these calls (longest texts first, tokenized, through the model's modules,
+    normalised), without what it checks on every call: the device of every parameter and eval() of every module,
+    ~1 ms of a 5.4 ms query."""
+    import torch
+
+    preprocess = _preprocessor(model)
+    order = sorted(range(len(texts)), key=lambda number: -len(texts[number]))
+    passes = []
+    with torch.inference_mode():
+        for start in range(0, len(texts), pass_size):
+            embedded = model(preprocess([texts[number] for number in order[start : start + pass_size]]))
+            passes.append(torch.nn.functional.normalize(embedded["sentence_embedding"], p=2, dim=1).numpy())
+    vectors = np.empty((len(texts), passes[0].shape[1]), dtype=np.float32)
+    vectors[order] = np.vstack(passes)
+    return vectors
+
+
+def _direct_encode_agrees(model) -> bool:
+    """Whether _encode_directly embeds the probes as model.encode does: a model with a default prompt or a truncated
+    dimension (what encode adds) keeps encode."""
+    texts = list(_PROBES)
+    try:
+        for batch in (texts, *([text] for text in texts)):
+            direct = _encode_directly(model, batch, FORWARD_BATCH_SIZE)
+            through = _encode_through_model(model, batch, FORWARD_BATCH_SIZE)
+            if direct.shape != through.shape or np.abs(direct - through).max() > _FORWARD_TOLERANCE:
+                return False
+    except Exception as exc:  # noqa: BLE001 - a model whose modules answer otherwise: encode it is
+        logger.warning("local embedding model encoded through sentence-transformers only (%s)", exc)
+        return False
+    return True
+
+
+def _preprocessor(model):
+    return getattr(model, "preprocess", None) or model.tokenize  # sentence-transformers 5 renamed it
 
 
 def _forward_through(transformer, names: list[str], run):

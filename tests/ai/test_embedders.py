@@ -241,6 +241,32 @@ class TestForwardRuntimes:
         assert loaded_with != "eager"  # else this test would prove nothing
         assert embedder._model[0].auto_model.config._attn_implementation == loaded_with
 
+    def test_the_model_is_encoded_directly_as_its_encode_would(self, local_embedder):
+        import copy
+
+        model = copy.deepcopy(local_embedder._model)
+        through_encode = model.encode(_VARIED, batch_size=4, normalize_embeddings=True)
+
+        assert local_embedder.encodes_directly
+        assert np.abs(local_embedder.embed(_VARIED) - through_encode).max() <= 1e-6
+        long_call = [text for text in _VARIED for _ in range(3)]  # past EMBEDDING_SLICE_SIZE: sliced by length
+        assert np.abs(local_embedder.embed(long_call) - np.repeat(through_encode, 3, axis=0)).max() <= 1e-6
+
+    @pytest.mark.parametrize("setting", ["default prompt", "truncated dimension"])
+    def test_a_model_whose_encode_adds_to_its_modules_keeps_encode(self, setting, local_embedder):
+        import copy
+
+        from ai.embedders import _direct_encode_agrees
+
+        model = copy.deepcopy(local_embedder._model)
+        if setting == "default prompt":
+            model.prompts, model.default_prompt_name = {"query": "query: "}, "query"
+        else:
+            model.truncate_dim = 128
+
+        assert _direct_encode_agrees(local_embedder._model)
+        assert not _direct_encode_agrees(model)
+
     def test_onnxruntime_is_the_default(self, local_embedder):
         from ai.embedders import EmbedderConfig
 

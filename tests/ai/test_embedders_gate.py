@@ -64,6 +64,7 @@ def local(monkeypatch):
     embedder._waiting_lock = threading.Lock()
     embedder.batch_size = 64
     embedder.dimensions = 4
+    embedder.encodes_directly = False  # CountingModel answers encode
     return embedder, shared
 
 
