@@ -459,7 +459,7 @@ def _encode_through_model(model, texts: list[str], pass_size: int) -> np.ndarray
 def _encode_directly(model, texts: list[str], pass_size: int) -> np.ndarray:
     """What model.encode does for these calls (longest texts first, tokenized, through the model's modules,
     normalised), without what it checks on every call: the device of every parameter and eval() of every module,
-    ~1 ms of a 5.4 ms query."""
+    ~0.9 ms of a 5.4 ms query (5.43 -> 4.56 ms p50, alternating)."""
     import torch
 
     preprocess = _preprocessor(model)
