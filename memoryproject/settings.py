@@ -303,8 +303,9 @@ KB_INDEX_STALL_SECONDS = env.int("KB_INDEX_STALL_SECONDS", default=900)
 # The worker process lowers its CPU priority (os.nice) by this much before its first indexing: bulk embedding
 # then yields the cores to the web server's requests (0 = leave it alone).
 KB_WORKER_NICE = env.int("KB_WORKER_NICE", default=10)
-# Local-model embedding calls at once in one process (each beyond the first holds its own copy of the model, ~90
-# MB), and texts per call slice: a long call takes a slot per slice, a short call (a query) goes first.
+# Local-model embedding calls at once in one process (each beyond the first holds its own copy of the model: its
+# tokenizer on ONNX Runtime, whose sessions are shared; ~130 MB on torchscript), and texts per call slice: a long
+# call takes a slot per slice (per EMBEDDING_THREADS slices on ONNX Runtime, side by side), a short call goes first.
 EMBEDDING_MAX_CONCURRENCY = env.int("EMBEDDING_MAX_CONCURRENCY", default=1)
 EMBEDDING_SLICE_SIZE = env.int("EMBEDDING_SLICE_SIZE", default=8)
 

@@ -1,5 +1,6 @@
 """Embedding providers: hash (no model), openai (against a local fake server), local (all-MiniLM-L6-v2)."""
 
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -170,6 +171,39 @@ _VARIED = [
 ]
 
 
+@pytest.fixture
+def torch_threads_kept():
+    """An embedder built with `threads` sets torch's process-wide count: put it back for the tests that follow."""
+    import torch
+
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+class RecordedSessions:
+    """onnxruntime.InferenceSession, recording each session's thread count and, per run, the session and thread."""
+
+    def __init__(self, monkeypatch):
+        import onnxruntime
+
+        self.opened, self.runs = [], []
+        session_type = onnxruntime.InferenceSession
+        recorder = self
+
+        class Recorded(session_type):
+            def __init__(self, graph, options, *args, **kwargs):
+                super().__init__(graph, options, *args, **kwargs)
+                self.threads = options.intra_op_num_threads
+                recorder.opened.append((graph, self.threads))
+
+            def run(self, *args, **kwargs):
+                recorder.runs.append((self.threads, threading.get_ident()))
+                return super().run(*args, **kwargs)
+
+        monkeypatch.setattr(onnxruntime, "InferenceSession", Recorded)
+
+
 @pytest.fixture(scope="module")
 def own_forward_embedder():
     import dataclasses
@@ -188,6 +222,9 @@ class TestForwardRuntimes:
 
         assert embedder.runtime == runtime
         assert own_forward_embedder.runtime == "torch"
+        # ONNX Runtime holds its own weights: the torch copy is dropped; the traced graph runs on torch's.
+        torch_weights = sum(parameter.numel() for parameter in embedder._model[0].auto_model.parameters())
+        assert (torch_weights == 0) == (runtime == "onnxruntime")
         assert "forward" not in vars(own_forward_embedder._model[0].auto_model)
         own = own_forward_embedder.embed(_VARIED)
         assert np.abs(embedder.embed(_VARIED) - own).max() <= 1e-5  # passes padded to their longest text
@@ -196,27 +233,48 @@ class TestForwardRuntimes:
         twin = copy.deepcopy(embedder._model)  # what a second concurrent call embeds with
         assert np.abs(twin.encode(_VARIED, normalize_embeddings=True) - own).max() <= 1e-5
 
+    @pytest.mark.usefixtures("torch_threads_kept")
     def test_the_onnx_graph_is_loaded_from_a_file_that_is_gone_once_loaded(self, monkeypatch, tmp_path):
         import dataclasses
         import tempfile
 
-        import onnxruntime
-
-        opened = []
-        session = onnxruntime.InferenceSession
-
-        def opening(graph, *args, **kwargs):
-            opened.append(graph)
-            return session(graph, *args, **kwargs)
-
         monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-        monkeypatch.setattr(onnxruntime, "InferenceSession", opening)
-        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime"))
+        sessions = RecordedSessions(monkeypatch)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2))
 
         assert embedder.runtime == "onnxruntime"
-        assert [Path(graph).parent.parent for graph in opened] == [tmp_path]  # a path, not the graph's bytes
-        assert not Path(opened[0]).parent.exists()
-        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the session outlives its file
+        assert [threads for _, threads in sessions.opened] == [2, 1]  # the model's threads, and one for side by side
+        graphs = {graph for graph, _ in sessions.opened}
+        assert [Path(graph).parent.parent for graph in graphs] == [tmp_path]  # one path, not the graph's bytes
+        assert not Path(graphs.pop()).parent.exists()
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the sessions outlive their file
+
+    @pytest.mark.usefixtures("torch_threads_kept")
+    def test_a_long_call_runs_its_passes_side_by_side_each_on_one_thread(
+        self, settings, monkeypatch, own_forward_embedder
+    ):
+        import dataclasses
+
+        settings.EMBEDDING_SLICE_SIZE = 2
+        sessions = RecordedSessions(monkeypatch)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2))
+        long_call = [text for text in _VARIED for _ in range(3)]
+        assert embedder.parallel_passes == 2
+
+        sessions.runs.clear()
+        side_by_side = embedder.embed(long_call)
+        long_runs = list(sessions.runs)
+        sessions.runs.clear()
+        alone = embedder.embed(["I prefer PostgreSQL"])
+
+        assert {threads for threads, _ in long_runs} == {1}  # every pass on the single-thread session ...
+        assert len({thread for _, thread in long_runs}) == 2  # ... from two threads at once
+        assert len(long_runs) == 6  # 12 texts in passes of EMBEDDING_SLICE_SIZE
+        assert [threads for threads, _ in sessions.runs] == [2]  # a short call: the model's threads
+        assert np.abs(side_by_side - own_forward_embedder.embed(long_call)).max() <= 1e-5
+        embedder.parallel_passes = 1
+        assert np.abs(side_by_side - embedder.embed(long_call)).max() <= 1e-6  # as one pass at a time
+        assert np.abs(alone[0] - side_by_side[0]).max() <= 1e-5
 
     def test_the_onnx_graph_is_exported_from_eager_attention_and_the_model_keeps_its_own(
         self, monkeypatch, own_forward_embedder

@@ -65,6 +65,7 @@ def local(monkeypatch):
     embedder.batch_size = 64
     embedder.dimensions = 4
     embedder.encodes_directly = False  # CountingModel answers encode
+    embedder.parallel_passes = 1  # as a runtime other than ONNX Runtime: one pass at a time
     return embedder, shared
 
 
