@@ -86,6 +86,10 @@ def context_build(
         categories=categories,
         agent_id=agent_id,
     )
+    # The hits are active facts of the user: as many as COLD_START_FACTS of them answer without counting (0.7 ms).
+    cold_start = len(facts) < COLD_START_FACTS and (
+        facts_active_count(tenant=tenant, user_id=user_id, up_to=COLD_START_FACTS) < COLD_START_FACTS
+    )
     if fact_floor > 0 and not keyword_only:
         facts = [hit for hit in facts if _fact_above_floor(hit, fact_floor)]
     documents = []
@@ -97,7 +101,6 @@ def context_build(
         if document_floor > 0 and not keyword_only:
             documents = [hit for hit in documents if hit.vector >= document_floor]
         documents.sort(key=lambda hit: -hit.score)
-    cold_start = facts_active_count(tenant=tenant, user_id=user_id, up_to=COLD_START_FACTS) < COLD_START_FACTS
 
     budget = _Budget(max_tokens)
     lines: list[str] = []

@@ -58,11 +58,33 @@ def test_the_token_budget_is_respected(tenant, facts, max_tokens):
 def test_a_new_user_gets_a_cold_start_hint(tenant):
     facts_import(tenant=tenant, facts=[{"user_id": "newbie", "content": "Prefers tea"}], actor="test")
 
-    context = context_build(tenant=tenant, user_id="newbie", query="what do they drink?")
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        context = context_build(tenant=tenant, user_id="newbie", query="what do they drink?")
 
     assert context.cold_start
+    assert active_counts(queries) == 1
     assert COLD_START_HINT in context.text
     assert "Prefers tea" in context.text
+
+
+def active_counts(queries) -> int:
+    """The cold-start counts (facts_active_count) among captured queries."""
+    return sum("SELECT COUNT(*)" in query["sql"] and '"facts_factsearchentry"' in query["sql"] for query in queries)
+
+
+@pytest.mark.parametrize(("fact_limit", "counted"), [(10, 0), (3, 0), (2, 1)])
+def test_a_search_finding_enough_facts_tells_cold_start_without_counting(tenant, facts, fact_limit, counted):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        context = context_build(tenant=tenant, user_id="u1", query="which database?", fact_limit=fact_limit)
+
+    assert not context.cold_start  # five facts, found or counted
+    assert active_counts(queries) == counted  # fewer hits than COLD_START_FACTS: counted
 
 
 def test_another_users_facts_never_reach_the_context(tenant, facts, other_tenant_and_key):
