@@ -1,6 +1,8 @@
 """context_build and the search/context API: prompt-ready text, citations, budget, usage, cold start."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from core.text import estimate_tokens
 from facts.models import Fact
@@ -25,6 +27,11 @@ def facts(tenant):
 
 def usage(tenant) -> dict[str, int]:
     return dict(Fact.objects.filter(tenant=tenant).values_list("content", "usage_count"))
+
+
+def active_counts(queries) -> int:
+    """The cold-start counts (facts_active_count) among captured queries."""
+    return sum("SELECT COUNT(*)" in query["sql"] and '"facts_factsearchentry"' in query["sql"] for query in queries)
 
 
 def test_context_lists_relevant_facts_with_citations(tenant, facts):
@@ -57,10 +64,6 @@ def test_the_token_budget_is_respected(tenant, facts, max_tokens):
 
 def test_a_new_user_gets_a_cold_start_hint(tenant):
     facts_import(tenant=tenant, facts=[{"user_id": "newbie", "content": "Prefers tea"}], actor="test")
-
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     with CaptureQueriesContext(connection) as queries:
         context = context_build(tenant=tenant, user_id="newbie", query="what do they drink?")
 
@@ -70,16 +73,8 @@ def test_a_new_user_gets_a_cold_start_hint(tenant):
     assert "Prefers tea" in context.text
 
 
-def active_counts(queries) -> int:
-    """The cold-start counts (facts_active_count) among captured queries."""
-    return sum("SELECT COUNT(*)" in query["sql"] and '"facts_factsearchentry"' in query["sql"] for query in queries)
-
-
 @pytest.mark.parametrize(("fact_limit", "counted"), [(10, 0), (3, 0), (2, 1)])
 def test_a_search_finding_enough_facts_tells_cold_start_without_counting(tenant, facts, fact_limit, counted):
-    from django.db import connection
-    from django.test.utils import CaptureQueriesContext
-
     with CaptureQueriesContext(connection) as queries:
         context = context_build(tenant=tenant, user_id="u1", query="which database?", fact_limit=fact_limit)
 
