@@ -182,12 +182,13 @@ def torch_threads_kept():
 
 
 class RecordedSessions:
-    """onnxruntime.InferenceSession, recording each session's thread count and, per run, the session and thread."""
+    """onnxruntime.InferenceSession, recording each session's threads and spinning and, per run, its threads and the
+    calling thread."""
 
     def __init__(self, monkeypatch):
         import onnxruntime
 
-        self.opened, self.runs = [], []
+        self.opened, self.runs, self.spinning = [], [], []
         session_type = onnxruntime.InferenceSession
         recorder = self
 
@@ -196,6 +197,12 @@ class RecordedSessions:
                 super().__init__(graph, options, *args, **kwargs)
                 self.threads = options.intra_op_num_threads
                 recorder.opened.append((graph, self.threads))
+                recorder.spinning.append(
+                    [
+                        options.get_session_config_entry(f"session.{key}")
+                        for key in ("intra_op.allow_spinning", "force_spinning_stop")
+                    ]
+                )
 
             def run(self, *args, **kwargs):
                 recorder.runs.append((self.threads, threading.get_ident()))
@@ -244,6 +251,7 @@ class TestForwardRuntimes:
 
         assert embedder.runtime == "onnxruntime"
         assert [threads for _, threads in sessions.opened] == [2, 1]  # the model's threads, and one for side by side
+        assert sessions.spinning == [["1", "1"]] * 2  # threads spin during a run only: they stop as it returns
         graphs = {graph for graph, _ in sessions.opened}
         assert [Path(graph).parent.parent for graph in graphs] == [tmp_path]  # one path, not the graph's bytes
         assert not Path(graphs.pop()).parent.exists()
