@@ -360,8 +360,9 @@ class LocalEmbedder:
     def _encode_in_parallel(self, model, texts: list[str], pass_size: int) -> np.ndarray:
         """The texts shared out among `parallel_passes` threads, each running its passes on ONNX Runtime's
         single-thread session: every core busy, with no hand-offs between threads inside an operator (100 LoCoMo
-        turns on two cores, alternating with one 2-thread pass at a time: 6-18% sooner, the same vectors). Sorted by
-        length and dealt out in turn, so each thread's passes pad little and the threads take alike."""
+        turns on two cores, alternating with one 2-thread pass at a time: 548 -> 494 ms, 641 -> 511 since that
+        session spins during its runs; the same vectors). Sorted by length and dealt out in turn, so each thread's
+        passes pad little and the threads take alike."""
         order = sorted(range(len(texts)), key=lambda number: len(texts[number]))
         shares = [order[start :: self.parallel_passes] for start in range(self.parallel_passes)]
         preprocess = _preprocessor(model)  # here, in turn: the fast tokenizer is not thread-safe
