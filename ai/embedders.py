@@ -352,33 +352,23 @@ class LocalEmbedder:
             model = self._checkout()
             try:
                 if self.parallel_passes > 1 and len(texts) > 1:
-                    return self._encode_in_parallel(model, texts, pass_size=max(settings.EMBEDDING_SLICE_SIZE, 1))
+                    return self._encode_in_parallel(model, texts)
                 return self._encode(model, texts, pass_size=len(texts))
             finally:
                 self._checkin(model)
 
-    def _encode_in_parallel(self, model, texts: list[str], pass_size: int) -> np.ndarray:
-        """The texts shared out among `parallel_passes` threads, each running its passes on ONNX Runtime's
-        single-thread session: every core busy, with no hand-offs between threads inside an operator (100 LoCoMo
-        turns on two cores, alternating with one 2-thread pass at a time: 548 -> 494 ms, 641 -> 511 since that
-        session spins during its runs; the same vectors). Sorted by length and dealt out in turn, so each thread's
-        passes pad little and the threads take alike."""
-        order = sorted(range(len(texts)), key=lambda number: len(texts[number]))
-        shares = [order[start :: self.parallel_passes] for start in range(self.parallel_passes)]
-        preprocess = _preprocessor(model)  # here, in turn: the fast tokenizer is not thread-safe
-        passes = [
-            [
-                (share[at : at + pass_size], preprocess([texts[number] for number in share[at : at + pass_size]]))
-                for at in range(0, len(share), pass_size)
-            ]
-            for share in shares
-            if share
-        ]
-        embedded = list(self._pass_runner.map(functools.partial(_on_one_thread, model), passes))
+    def _encode_in_parallel(self, model, texts: list[str]) -> np.ndarray:
+        """The texts (sorted by length) dealt out in turn, so the passes hold similar lengths and take alike, one pass
+        per thread on ONNX Runtime's single-thread session: every core busy, with no hand-offs between threads inside
+        an operator (100 LoCoMo turns on two cores, alternating with one 2-thread pass at a time: 548 -> 494 ms, 641 ->
+        511 since that session spins during its runs; the same vectors)."""
+        step = self.parallel_passes
+        shares = [texts[start::step] for start in range(step) if start < len(texts)]
+        preprocess = _preprocessor(model)
+        features = [preprocess(share) for share in shares]  # here, in turn: the fast tokenizer is not thread-safe
         vectors = np.empty((len(texts), self.dimensions), dtype=np.float32)
-        for share, parts in zip(passes, embedded, strict=True):
-            for (numbers, _), part in zip(share, parts, strict=True):
-                vectors[numbers] = part
+        for start, part in enumerate(self._pass_runner.map(functools.partial(_on_one_thread, model), features)):
+            vectors[start::step] = part
         return vectors
 
     def _embed_together(self, texts: list[str]) -> np.ndarray:
@@ -496,33 +486,29 @@ def _encode_directly(model, texts: list[str], pass_size: int) -> np.ndarray:
     """What model.encode does for these calls (passes of texts of similar length, tokenized, through the model's
     modules, normalised), without what it checks on every call: the device of every parameter and eval() of every
     module, ~0.9 ms of a 5.4 ms query (5.43 -> 4.56 ms p50, alternating)."""
-    import torch
 
     preprocess = _preprocessor(model)
-    with torch.inference_mode():
-        return _by_length(texts, pass_size, lambda texts: _sentence_vectors(model, preprocess(texts)))
+    return _by_length(texts, pass_size, lambda texts: _sentence_vectors(model, preprocess(texts)))
 
 
 def _sentence_vectors(model, features: dict) -> np.ndarray:
     """Tokenized texts through the model's modules, normalised (what encode answers with normalize_embeddings)."""
     import torch
 
-    embedded = model(features)["sentence_embedding"]
-    return torch.nn.functional.normalize(embedded, p=2, dim=1).numpy()
+    with torch.inference_mode():
+        embedded = model(features)["sentence_embedding"]
+        return torch.nn.functional.normalize(embedded, p=2, dim=1).numpy()
 
 
 # Set while a pass runs on ONNX Runtime's single-thread session (_encode_in_parallel) instead of the main one.
 _ON_ONE_THREAD = contextvars.ContextVar("embedding_on_one_thread", default=False)
 
 
-def _on_one_thread(model, passes: list[tuple[list[int], dict]]) -> list[np.ndarray]:
-    """Tokenized passes through the model on ONNX Runtime's single-thread session, in turn."""
-    import torch
-
+def _on_one_thread(model, features: dict) -> np.ndarray:
+    """A tokenized pass through the model on ONNX Runtime's single-thread session."""
     token = _ON_ONE_THREAD.set(True)
     try:
-        with torch.inference_mode():
-            return [_sentence_vectors(model, features) for _, features in passes]
+        return _sentence_vectors(model, features)
     finally:
         _ON_ONE_THREAD.reset(token)
 
