@@ -1,10 +1,13 @@
-"""Migrations: the schema matches the models, and the forget models' move out of facts keeps data and permissions."""
+"""Migrations: the schema matches the models, the forget models' move out of facts keeps data and permissions, and the
+search counts start from the entries already there."""
 
 import pytest
 from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import connection
 
+from facts.models import Fact, FactSearchCount
+from facts.services import facts_import
 from forgetting.models import ForgetPolicy
 from tests.factories import make_tenant
 
@@ -38,3 +41,20 @@ def test_the_forget_models_move_to_their_app_with_their_rows_and_content_types()
     assert (policy.enabled, policy.max_unused_days) == (False, 12)
     old_type.refresh_from_db()
     assert (old_type.app_label, old_type.model) == ("forgetting", "forgetpolicy")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_search_counts_start_from_the_entries_there_are():
+    # Given a database from before the counts, holding entries of two users in two statuses
+    call_command("migrate", "facts", "0014", verbosity=0)
+    tenant, _ = make_tenant()
+    facts = [{"user_id": "u1", "content": f"Note {n}"} for n in range(3)] + [{"user_id": "u2", "content": "Tea"}]
+    imported = facts_import(tenant=tenant, facts=facts, actor="test")
+    Fact.objects.filter(pk=imported[0].pk).update(status="pending")
+
+    # When it is migrated
+    call_command("migrate", verbosity=0)
+
+    # Then each user's entries are counted, per status
+    counts = FactSearchCount.objects.filter(tenant=tenant).values_list("user_id", "status", "entries")
+    assert sorted(counts) == [("u1", "active", 2), ("u1", "pending", 1), ("u2", "active", 1)]

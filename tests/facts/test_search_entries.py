@@ -1,11 +1,15 @@
 """FactSearchEntry, the narrow copy of each searchable fact, stays in step with facts_fact through every kind of
-write (the triggers of migration facts/0013): compared row by row with what it must hold."""
+write (the triggers of migration facts/0013), and FactSearchCount with the entries (facts/0015): compared row by row
+with what they must hold."""
+
+import threading
 
 import numpy as np
 import pytest
 from django.db import connection
+from django.db.models import Count
 
-from facts.models import Fact, FactSearchEntry
+from facts.models import Fact, FactSearchCount, FactSearchEntry
 from facts.selectors import facts_search, search_scope_lexeme
 from facts.services import fact_delete, fact_reject, fact_remember, fact_update, facts_import
 from tenancy.services import tenant_create
@@ -46,7 +50,21 @@ def stored_entries() -> dict[int, tuple]:
     return entries
 
 
+COUNT_KEY = ("tenant_id", "user_id", "status", "agent_id", "category", "vector_model", "awaiting_vector")
+
+
+def counted_entries() -> dict[tuple, int]:
+    """What FactSearchCount must hold: the entries counted per key here (no key without entries)."""
+    grouped = FactSearchEntry.objects.values_list(*COUNT_KEY).annotate(entries=Count("pk")).order_by()
+    return {tuple(row[:-1]): row[-1] for row in grouped}
+
+
+def stored_counts() -> dict[tuple, int]:
+    return {tuple(row[:-1]): row[-1] for row in FactSearchCount.objects.values_list(*COUNT_KEY, "entries")}
+
+
 def assert_in_step():
+    assert stored_counts() == counted_entries()
     stored, expected = stored_entries(), expected_entries()
     assert stored.keys() == expected.keys()
     for fact_id, entry in stored.items():
@@ -114,3 +132,57 @@ def test_a_words_scope_lexeme_written_into_a_fact_reaches_no_other_user(tenant):
     victims = facts_search(tenant=tenant, user_id="victim", query="vault code", keyword_only=True)
 
     assert [hit.fact.user_id for hit in victims] == ["victim"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_writers_of_the_same_users_keep_the_counts(tenant):
+    """Two transactions importing facts of the same two users, in opposite orders, at once: each adds its own count
+    to each user's row (locked in key order, so neither waits for the other in a cycle)."""
+    started = threading.Barrier(2)
+    errors = []
+
+    def importer(users: list[str], name: str) -> None:
+        try:
+            started.wait()
+            for n in range(10):
+                facts = [{"user_id": user, "content": f"{name} note {n} of {user}"} for user in users]
+                facts_import(tenant=tenant, facts=facts, actor="test")
+        except Exception as exc:  # noqa: BLE001 - reported below, from the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    orders = ((["a", "b"], "x"), (["b", "a"], "y"))
+    threads = [threading.Thread(target=importer, args=(users, name)) for users, name in orders]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    assert stored_counts() == counted_entries()
+    assert FactSearchCount.objects.get(tenant=tenant, user_id="a", status="active").entries == 20
+
+
+def test_a_users_counts_go_with_their_last_fact(tenant):
+    [kept, gone] = facts_import(
+        tenant=tenant,
+        facts=[{"user_id": "u1", "content": "Drinks tea"}, {"user_id": "u2", "content": "Drinks coffee"}],
+        actor="test",
+    )
+
+    fact_delete(tenant=tenant, fact_id=gone.pk, actor="test")
+
+    assert list(FactSearchCount.objects.values_list("user_id", "entries")) == [("u1", 1)]
+    fact_reject(tenant=tenant, fact_id=kept.pk, actor="test")
+    assert not FactSearchCount.objects.exists()
+
+
+def test_writes_leave_nothing_pending_in_the_keyword_index(tenant):
+    """Every search would scan what is pending (every user's new entries), until a vacuum merged it."""
+    facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": f"Note {n} on tea"} for n in range(100)], actor="t")
+    fact_remember(tenant=tenant, user_id="u1", content="Lives in Lisbon")
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gin_clean_pending_list('factsearch_keywords'::regclass)")
+        assert cursor.fetchone()[0] == 0  # pages it had to merge
