@@ -103,8 +103,9 @@ class KBChunk(models.Model):
                 ef_construction=64,
                 opclasses=["vector_cosine_ops"],
             ),
-            # Tenant-wide keyword search (kb_search's keyword side).
-            GinIndex(fields=["search_vector"], name="kbchunk_search_vector_gin"),
+            # Tenant-wide keyword search (kb_search's keyword side). Without a pending list, which every search
+            # scans until it is merged (392 pages after 1,952 chunks: 21.9 ms, 19.9 once merged); ~0.3 ms a chunk.
+            GinIndex(fields=["search_vector"], name="kbchunk_search_vector_gin", fastupdate=False),
         ]
 
     def __str__(self) -> str:

@@ -2,6 +2,7 @@
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 
 from ai.embedders import HashEmbedder
 from kb.models import Document, KBChunk
@@ -75,6 +76,16 @@ def test_a_new_document_is_stored_with_heading_paths_line_ranges_and_vectors(ten
     document = result.document
     assert (document.title, document.source_path, document.size_bytes) == ("Guide", "/srv/docs/guide.md", len(GUIDE))
     assert document.metadata["_chunking"] == {"version": 2, "max_tokens": 400, "overlap_tokens": 50}
+
+
+def test_indexing_leaves_nothing_pending_in_the_keyword_index(tenant):
+    """Every search would scan what is pending (every tenant's new chunks), until a vacuum merged it."""
+    for n in range(20):
+        document_index(tenant=tenant, doc_id=f"guide-{n}", text=f"{GUIDE}\nEdition {n}.", content_type="markdown")
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT gin_clean_pending_list('kbchunk_search_vector_gin'::regclass)")
+        assert cursor.fetchone()[0] == 0  # pages it had to merge
 
 
 def test_indexing_the_same_text_again_embeds_and_writes_nothing(tenant, embed_calls):
