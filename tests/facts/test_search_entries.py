@@ -11,7 +11,7 @@ from django.db.models import Count
 
 from facts.models import Fact, FactSearchCount, FactSearchEntry
 from facts.selectors import facts_search, search_scope_lexeme
-from facts.services import fact_delete, fact_reject, fact_remember, fact_update, facts_import
+from facts.services import fact_delete, fact_reject, fact_remember, fact_update, facts_import, facts_record_usage
 from tenancy.services import tenant_create
 
 pytestmark = pytest.mark.django_db
@@ -186,3 +186,30 @@ def test_writes_leave_nothing_pending_in_the_keyword_index(tenant):
     with connection.cursor() as cursor:
         cursor.execute("SELECT gin_clean_pending_list('factsearch_keywords'::regclass)")
         assert cursor.fetchone()[0] == 0  # pages it had to merge
+
+
+def test_an_update_of_no_copied_column_runs_no_statement_on_the_entries(tenant):
+    """A usage count (every /context) or a review timestamp: the trigger returns before its statements on the
+    entries, whose own statement-level triggers (the counts') would fire even for no row."""
+    [fact] = facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": "Drinks tea"}], actor="test")
+    with connection.cursor() as cursor:  # (rolled back with the test)
+        cursor.execute("CREATE TABLE entry_statements (operation text)")
+        cursor.execute(
+            "CREATE FUNCTION entry_statement() RETURNS trigger LANGUAGE plpgsql AS $$"
+            " BEGIN INSERT INTO entry_statements VALUES (TG_OP); RETURN NULL; END $$"
+        )
+        cursor.execute(
+            "CREATE TRIGGER entry_statement AFTER INSERT OR UPDATE OR DELETE ON facts_factsearchentry"
+            " FOR EACH STATEMENT EXECUTE FUNCTION entry_statement()"
+        )
+
+    def statements() -> list[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT operation FROM entry_statements")
+            return sorted(operation for (operation,) in cursor.fetchall())
+
+    facts_record_usage(tenant=tenant, fact_ids=[fact.pk])
+    assert statements() == []
+    fact_update(tenant=tenant, fact_id=fact.pk, actor="test", content="Drinks green tea")
+    assert statements() == ["DELETE", "INSERT", "UPDATE"]  # the DELETE, and the INSERT ... ON CONFLICT DO UPDATE
+    assert_in_step()
