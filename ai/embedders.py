@@ -276,11 +276,12 @@ class _ShortCall:
     error: Exception | None = None
 
 
-# Texts per forward pass of the local model for short calls (a query, a fact, and those batched with them). encode
-# sorts a call's texts by length first, so a small pass pads little: 8 LoCoMo turns (~34 tokens, up to 95) took
-# 101/97/98/121 ms in passes of 1/2/4/8 with ONNX Runtime, 160/130/130/146 with the traced graph (one thread). A long
-# call's slices are sorted by length already and go through in one pass each (see embed).
-FORWARD_BATCH_SIZE = 4
+# Texts per forward pass of the local model for short calls (a query, a fact, and those batched with them): one, so
+# no text is padded to another's length. Random LoCoMo turns on ONNX Runtime's two spinning threads, passes of 1 / 2
+# / 4 (wall ms): 3 texts 21.0 / 22.9 / 24.1, 4 texts 28.6 / 30.0 / 37.7, 6 texts 45.5 / 46.3 / 55.0, 8 texts 64.1 /
+# 60.2 / 68.5; 8 clients adding, 40 alternating rounds: 1-3% more adds/s. A long call's slices are sorted by length
+# and go through in one pass each (see embed).
+FORWARD_BATCH_SIZE = 1
 
 
 class LocalEmbedder:
@@ -373,8 +374,8 @@ class LocalEmbedder:
 
     def _embed_together(self, texts: list[str]) -> np.ndarray:
         """A short call (a query, a fact) and the other short calls waiting for the model when it gets its turn go
-        through the model as one batch: under 8 concurrent adds, one forward pass instead of eight. A call embedded
-        by an earlier turn's batch only returns."""
+        through the model in that one turn, a text per pass (FORWARD_BATCH_SIZE): under 8 concurrent adds, one wait
+        for the gate instead of eight. A call embedded by an earlier turn's batch only returns."""
         mine = _ShortCall(texts)
         with self._waiting_lock:
             self._waiting.append(mine)
@@ -527,9 +528,9 @@ def _direct_encode_agrees(model) -> bool:
     """Whether _encode_directly embeds the probes as model.encode does: a model with a default prompt or a truncated
     dimension (what encode adds) keeps encode."""
     try:
-        for batch in _PROBE_BATCHES:
-            direct = _encode_directly(model, batch, FORWARD_BATCH_SIZE)
-            through = _encode_through_model(model, batch, FORWARD_BATCH_SIZE)
+        for batch in _PROBE_BATCHES:  # each in one pass: the padded one too
+            direct = _encode_directly(model, batch, len(batch))
+            through = _encode_through_model(model, batch, len(batch))
             if direct.shape != through.shape or np.abs(direct - through).max() > _FORWARD_TOLERANCE:
                 return False
     except Exception as exc:  # noqa: BLE001 - a model whose modules answer otherwise: encode it is
