@@ -167,8 +167,8 @@ class FactSearchEntry(models.Model):
                 include=["vector_model", "awaiting_vector"],
                 name="factsearch_tenant_user_status",
             ),
-            # Without a pending list: with one, every search scans the facts inserted since the last flush, every
-            # user's (300 pages of them: 3.7 -> 9 ms at 1k facts); a bulk import of 100 pays ~13 ms instead.
+            # Without a pending list: with one, every search scans the facts inserted since the last merge, every
+            # user's (291 pages of them: a 1k user's search 3.7 -> 8.9 ms); a bulk import of 100 pays ~13 ms instead.
             GinIndex(fields=["keywords"], name="factsearch_keywords", fastupdate=False),
             # Large users' nearest entries (facts.selectors._NEAREST_SQL); pgvector's default graph parameters.
             HnswIndex(
@@ -186,9 +186,9 @@ class FactSearchEntry(models.Model):
 
 class FactSearchCount(models.Model):
     """How many search entries a user has, per value of every column a search filters them by: what a search reads
-    for its BM25 N and its choice of how to find the nearest entries, instead of counting the user's entries (1.2 of
-    a 10k user's 10 ms). Written by PostgreSQL only: triggers on facts_factsearchentry (migration 0015) add each
-    statement's changes, and drop a row that reaches 0."""
+    for its BM25 N and its choice of how to find the nearest entries, instead of counting the user's entries (1.1 of
+    the 10.5 ms a 10k user's search statement took). Written by PostgreSQL only: triggers on facts_factsearchentry
+    (migration 0015) add each statement's net change, and drop a row that reaches 0."""
 
     tenant = models.ForeignKey(
         Tenant, on_delete=models.DO_NOTHING, db_constraint=False, db_index=False, related_name="+"

@@ -4,9 +4,9 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # facts_factsearchcount holds, per user and per value of every column a search filters entries by, how many entries
-# the user has; the three statement-level triggers below add each INSERT's, UPDATE's and DELETE's changes to
-# facts_factsearchentry (an upsert of the net change per key, in key order so that concurrent writers lock rows
-# alike), and drop a row that reaches 0.
+# the user has. The three statement-level triggers below add the net change each INSERT, UPDATE and DELETE of
+# facts_factsearchentry makes per key (an upsert in key order, so that concurrent writers lock rows alike), and drop
+# a row that reaches 0.
 KEY = "tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector"
 ADD_CHANGES = f"""
     INSERT INTO facts_factsearchcount ({KEY}, entries)
