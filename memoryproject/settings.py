@@ -283,7 +283,9 @@ KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 # chunks (by the tenant's term counts); a commoner term's chunks are reached only through the few that can still
 # rank (kb.selectors), and what the rare terms leave of this goes to reading the smallest sets of common terms
 # nearest the query first. 0 reads none in full; a large number reads every matching chunk (the exhaustive search).
-KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=2000)
+# Unset, it grows with the tenant's chunks (kb.selectors.keyword_chunks_read: 2,000 up to 10k chunks, 6,325 at
+# 100k, 20,000 at 1M).
+KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=None)
 # kb_search's vector side sorts a tenant's chunks exactly up to this many, and beyond while they are a small share
 # of the table (chunks^2 <= table's chunks x a tenth of this); else it walks the HNSW graph.
 KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_000)

@@ -20,6 +20,7 @@ from kb.selectors import (
     document_chunks,
     kb_search,
     kb_search_statement,
+    keyword_chunks_read,
 )
 from kb.services import document_index
 from tests.factories import make_tenant
@@ -363,6 +364,31 @@ def test_a_pattern_of_common_terms_is_read_nearest_first(starved_graph, settings
 
     assert hits[0].text.endswith("Zebra canary 169.")
     assert hits == exact_vector_side(starved_graph, "zebra canary", settings)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "configured", "chunks_read"),
+    [(500, None, 2_000), (10_000, None, 2_000), (100_000, None, 6_325), (1_000_000, None, 20_000), (10**6, 700, 700)],
+)
+def test_the_chunks_read_in_full_grow_with_the_tenant_unless_set(settings, chunks, configured, chunks_read):
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = configured
+
+    assert keyword_chunks_read(chunks) == chunks_read
+
+
+@pytest.mark.parametrize(("configured", "patterns"), [(None, 1), (2_000, 3)])
+def test_a_large_tenant_reads_in_full_a_term_a_fixed_budget_leaves_common(tenant, settings, configured, patterns):
+    # In 1M chunks, "alpha" (15,000 chunks) fits the grown budget (20,000): "beta" alone is left common, one pattern.
+    # With 2,000 both are common: both, alpha alone, beta alone.
+    settings.KB_SEARCH_KEYWORD_CHUNKS_READ = configured
+    statistics = TermChunks(chunks=1_000_000, per_term=[15_000, 300_000], table_chunks=1_000_000)
+    vector = HashEmbedder(dimensions=settings.EMBEDDING_DIMENSIONS).embed(["alpha beta"])[0]
+
+    sql, _ = kb_search_statement(
+        tenant=tenant, keywords=KeywordQuery("alpha beta"), statistics=statistics, vector=vector, limit=10
+    )
+
+    assert sql.count("AND (SELECT score FROM patterns WHERE pattern =") == patterns
 
 
 @pytest.mark.parametrize(("chunks_read", "nearest_first"), [(2_000, 0), (3_000, 1), (9_400, 2)])
