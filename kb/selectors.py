@@ -403,9 +403,10 @@ def _sorted_exactly(statistics: TermChunks) -> bool:
 
 # The keyword side's chunks read in full when KB_SEARCH_KEYWORD_CHUNKS_READ is unset: this many times the square root
 # of the tenant's chunks, at least the floor. A fixed 2,000 left the exhaustive top 10 less found as a tenant grew,
-# since more chunks tie on the keyword side in the sets of common terms it could not read (bench/kb.py, random
-# vectors, hit@10 / p95: 100k chunks 0.958 / 34 ms, 1M 0.848 / 86-113); 20 x sqrt reads 6,325 at 100k (0.988 / 39 ms)
-# and 20,000 at 1M (0.961 / 99-127 ms; the hash embedder's vectors 0.909 / 97 -> 0.982 / 206 ms, over the 150 aimed at).
+# since more chunks tie on the keyword side in the sets of common terms it could not read (bench/kb.py's corpora,
+# interleaved with --also KB_SEARCH_KEYWORD_CHUNKS_READ=2000; random vectors, hit@10 / p95: 100k chunks 0.958 / 34 ms,
+# 1M 0.848 / 86-113); 20 x sqrt reads 6,325 at 100k (0.988 / 39 ms) and 20,000 at 1M (0.961 / 99-127 ms; the hash
+# embedder's vectors 0.909 / 97 -> 0.982 / 206 ms, over the 150 aimed at).
 KEYWORD_CHUNKS_READ_PER_ROOT = 20
 KEYWORD_CHUNKS_READ_FLOOR = 2000
 

@@ -368,7 +368,13 @@ def test_a_pattern_of_common_terms_is_read_nearest_first(starved_graph, settings
 
 @pytest.mark.parametrize(
     ("chunks", "configured", "chunks_read"),
-    [(500, None, 2_000), (10_000, None, 2_000), (100_000, None, 6_325), (1_000_000, None, 20_000), (10**6, 700, 700)],
+    [
+        (500, None, 2_000),
+        (10_000, None, 2_000),
+        (100_000, None, 6_325),
+        (1_000_000, None, 20_000),
+        (1_000_000, 700, 700),
+    ],
 )
 def test_the_chunks_read_in_full_grow_with_the_tenant_unless_set(settings, chunks, configured, chunks_read):
     settings.KB_SEARCH_KEYWORD_CHUNKS_READ = configured
