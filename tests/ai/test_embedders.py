@@ -185,10 +185,11 @@ class RecordedSessions:
     """onnxruntime.InferenceSession, recording each session's threads and spinning and, per run, its threads and the
     calling thread."""
 
-    def __init__(self, monkeypatch):
+    def __init__(self, monkeypatch, *, operators: bool = False):
+        import onnx
         import onnxruntime
 
-        self.opened, self.runs, self.spinning = [], [], []
+        self.opened, self.runs, self.spinning, self.operators = [], [], [], []
         session_type = onnxruntime.InferenceSession
         recorder = self
 
@@ -197,6 +198,8 @@ class RecordedSessions:
                 super().__init__(graph, options, *args, **kwargs)
                 self.threads = options.intra_op_num_threads
                 recorder.opened.append((graph, self.threads))
+                if operators:  # read now: the graph's file is removed once the model is loaded
+                    recorder.operators.append({node.op_type for node in onnx.load(graph).graph.node})
                 recorder.spinning.append(
                     [
                         options.get_session_config_entry(f"session.{key}")
@@ -250,12 +253,64 @@ class TestForwardRuntimes:
         embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2))
 
         assert embedder.runtime == "onnxruntime"
-        assert [threads for _, threads in sessions.opened] == [2, 1]  # the model's threads, and one for side by side
+        assert [threads for _, threads in sessions.opened] == [1, 2]  # one for side by side, and the model's threads
         assert sessions.spinning == [["1", "1"]] * 2  # threads spin during a run only: they stop as it returns
-        graphs = {graph for graph, _ in sessions.opened}
-        assert [Path(graph).parent.parent for graph in graphs] == [tmp_path]  # one path, not the graph's bytes
-        assert not Path(graphs.pop()).parent.exists()
-        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the sessions outlive their file
+        folders = {Path(graph).parent for graph, _ in sessions.opened}  # paths, not the graphs' bytes
+        assert [folder.parent for folder in folders] == [tmp_path]
+        assert not folders.pop().exists()
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)  # the sessions outlive their files
+
+    @pytest.mark.usefixtures("torch_threads_kept")
+    @pytest.mark.parametrize("threads", [1, 2])
+    def test_a_session_of_several_threads_runs_the_fused_graph(self, threads, monkeypatch, own_forward_embedder):
+        import dataclasses
+
+        sessions = RecordedSessions(monkeypatch, operators=True)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=threads))
+        by_threads = dict(zip([threads for _, threads in sessions.opened], sessions.operators, strict=True))
+
+        assert embedder.runtime == "onnxruntime"
+        assert "Attention" not in by_threads[1]  # one thread: the graph as exported (no fusion, no load peak)
+        assert "Softmax" in by_threads[1]
+        if threads == 2:  # one Attention operator per layer, its Softmax and MatMuls inside it
+            assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= by_threads[2]
+            assert "Softmax" not in by_threads[2]
+        assert np.abs(embedder.embed(_VARIED) - own_forward_embedder.embed(_VARIED)).max() <= 1e-5
+        for text in _VARIED:  # alone: the model's threads
+            assert np.abs(embedder.embed([text]) - own_forward_embedder.embed([text])).max() <= 1e-5
+
+    @pytest.mark.usefixtures("torch_threads_kept")
+    @pytest.mark.parametrize("fault", ["fusion fails", "fused graph answers differently"])
+    def test_a_fused_graph_that_fails_leaves_the_graph_as_exported(self, fault, monkeypatch, caplog):
+        import dataclasses
+
+        import onnx
+        from onnxruntime.transformers import optimizer
+
+        def failing(*args, **kwargs):
+            raise ValueError("no pattern matched")
+
+        def answering_differently(graph, **kwargs):
+            model = optimize_model(graph, **kwargs)  # fused, then 0.001 added to every hidden state
+            output = model.model.graph.output[0].name
+            for node in model.model.graph.node:
+                node.output[:] = [f"{name}_fused" if name == output else name for name in node.output]
+            model.model.graph.initializer.append(onnx.numpy_helper.from_array(np.array(0.001, np.float32), "shift"))
+            model.model.graph.node.append(onnx.helper.make_node("Add", [f"{output}_fused", "shift"], [output]))
+            return model
+
+        optimize_model = optimizer.optimize_model
+        replacement = failing if fault == "fusion fails" else answering_differently
+        monkeypatch.setattr(optimizer, "optimize_model", replacement)
+        sessions = RecordedSessions(monkeypatch, operators=True)
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2))
+
+        assert "graph not fused" in caplog.text
+        assert embedder.runtime == "onnxruntime"  # ONNX Runtime still runs the model, on the graph as exported
+        opened = [threads for _, threads in sessions.opened]
+        assert opened == ([1, 2] if fault == "fusion fails" else [1, 2, 2])  # the fused session, then left
+        assert "Attention" not in sessions.operators[-1]
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
 
     @pytest.mark.usefixtures("torch_threads_kept")
     def test_a_long_call_runs_its_passes_side_by_side_each_on_one_thread(
