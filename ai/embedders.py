@@ -612,7 +612,7 @@ def _onnxruntime_runner(transformer, example: dict, threads: int):
         if threads == 1:
             session = one_thread = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         else:
-            fused = _fused_graph(graph, transformer.config)  # before any session: the load's peak is the fusing's
+            fused = _fused_graph(graph, transformer.config)  # before any session: the load's peak is the fusing's alone
             options.intra_op_num_threads = 1  # for passes run side by side, one per core (_encode_in_parallel)
             one_thread = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
             options.intra_op_num_threads = threads

@@ -262,7 +262,7 @@ class TestForwardRuntimes:
 
     @pytest.mark.usefixtures("torch_threads_kept")
     @pytest.mark.parametrize("threads", [1, 2])
-    def test_a_session_of_several_threads_runs_the_fused_graph(self, threads, monkeypatch, own_forward_embedder):
+    def test_only_a_session_of_several_threads_runs_the_fused_graph(self, threads, monkeypatch, own_forward_embedder):
         import dataclasses
 
         sessions = RecordedSessions(monkeypatch, operators=True)
