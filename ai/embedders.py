@@ -581,8 +581,7 @@ def _onnxruntime_runner(transformer, example: dict, threads: int):
         def forward(self, *tensors):
             return self.transformer(**dict(zip(names, tensors, strict=True))).last_hidden_state
 
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = threads  # as torch's: EMBEDDING_THREADS
+    options = onnxruntime.SessionOptions()  # each session's threads are set as it is opened (_session)
     options.inter_op_num_threads = 1
     # Threads spin while a run is on (no wake-up at each operator's hand-off) and stop as it returns, so no idle thread
     # holds a core the database needs next. Against no spinning, alternating (two runs): a search with its query
@@ -610,16 +609,14 @@ def _onnxruntime_runner(transformer, example: dict, threads: int):
         finally:
             transformer.set_attn_implementation(attention)  # the model's own forward as loaded (the fallback)
         if threads == 1:
-            session = one_thread = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+            session = one_thread = _session(graph, options, threads)
         else:
             fused = _fused_graph(graph, transformer.config)  # before any session: the load's peak is the fusing's alone
-            options.intra_op_num_threads = 1  # for passes run side by side, one per core (_encode_in_parallel)
-            one_thread = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
-            options.intra_op_num_threads = threads
+            one_thread = _session(graph, options, 1)  # for passes run side by side, one per core (_encode_in_parallel)
             feed = {name: tensor.numpy() for name, tensor in example.items()}
-            session = _fused_session(fused, options, feed, one_thread) if fused else None
+            session = _fused_session(fused, options, threads, feed, one_thread) if fused else None
             if session is None:
-                session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+                session = _session(graph, options, threads)
 
     def run(inputs: dict):
         chosen = one_thread if _ON_ONE_THREAD.get() else session
@@ -629,15 +626,21 @@ def _onnxruntime_runner(transformer, example: dict, threads: int):
     return run
 
 
-def _fused_session(fused: str, options, feed: dict, exported):
+def _session(graph: str, options, threads: int):
+    """An ONNX Runtime session of the graph on `threads` threads (torch's: EMBEDDING_THREADS, or 1)."""
+    import onnxruntime
+
+    options.intra_op_num_threads = threads
+    return onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+
+def _fused_session(fused: str, options, threads: int, feed: dict, exported):
     """A session of the fused graph, or None if it fails or changes what the graph as exported (the session
     `exported`) answers for `feed`, padding aside. Fused operators hand work between threads less often: on two
     threads one text 8.5 -> 7.4 ms, 8 concurrent adds 58.3 -> 62.2 adds/s; on one thread they gain nothing (11.8 ->
     12.0 ms), so a single-thread session keeps the graph as exported."""
-    import onnxruntime
-
     try:
-        session = onnxruntime.InferenceSession(fused, options, providers=["CPUExecutionProvider"])
+        session = _session(fused, options, threads)
         (expected,), (answered,) = exported.run(None, feed), session.run(None, feed)
     except Exception as exc:  # noqa: BLE001 - fused operators this build of ONNX Runtime cannot run
         logger.warning("local embedding model's graph not fused (%s)", exc)

@@ -262,9 +262,13 @@ class TestForwardRuntimes:
 
     @pytest.mark.usefixtures("torch_threads_kept")
     @pytest.mark.parametrize("threads", [1, 2])
-    def test_only_a_session_of_several_threads_runs_the_fused_graph(self, threads, monkeypatch, own_forward_embedder):
+    def test_only_a_session_of_several_threads_runs_the_fused_graph(
+        self, threads, monkeypatch, caplog, own_forward_embedder
+    ):
         import dataclasses
+        import logging
 
+        caplog.set_level(logging.INFO)
         sessions = RecordedSessions(monkeypatch, operators=True)
         embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=threads))
         by_threads = dict(zip([threads for _, threads in sessions.opened], sessions.operators, strict=True))
@@ -275,6 +279,7 @@ class TestForwardRuntimes:
         if threads == 2:  # one Attention operator per layer, its Softmax and MatMuls inside it
             assert {"Attention", "SkipLayerNormalization", "BiasGelu"} <= by_threads[2]
             assert "Softmax" not in by_threads[2]
+        assert not [record for record in caplog.records if record.name.startswith(("fusion", "onnx_model"))]  # quiet
         assert np.abs(embedder.embed(_VARIED) - own_forward_embedder.embed(_VARIED)).max() <= 1e-5
         for text in _VARIED:  # alone: the model's threads
             assert np.abs(embedder.embed([text]) - own_forward_embedder.embed([text])).max() <= 1e-5
