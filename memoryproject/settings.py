@@ -202,6 +202,8 @@ LOCAL_EMBEDDING_MODEL_SHA256 = env("LOCAL_EMBEDDING_MODEL_SHA256", default="")
 # What the local model's forward runs on: onnxruntime, torchscript (one traced graph) or torch (its own forward).
 # The same vectors, checked at load; a runtime that cannot build or embeds differently falls back to the next.
 LOCAL_EMBEDDING_RUNTIME = env("LOCAL_EMBEDDING_RUNTIME", default="onnxruntime")
+# Where the ONNX graphs made at the model's load are kept, so later loads skip the export (and the fusing); "" = none.
+LOCAL_EMBEDDING_GRAPH_CACHE = env("LOCAL_EMBEDDING_GRAPH_CACHE", default=str(BASE_DIR / "var" / "onnx"))
 EMBEDDING_BATCH_SIZE = env.int("EMBEDDING_BATCH_SIZE", default=64)
 EMBEDDING_MAX_INPUT_CHARS = env.int("EMBEDDING_MAX_INPUT_CHARS", default=8000)
 # Send `dimensions` to the endpoint (only models such as text-embedding-3-* accept it); auto = by model name.

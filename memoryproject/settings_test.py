@@ -11,6 +11,8 @@ from .settings import Q_CLUSTER  # noqa: E402
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 Q_CLUSTER = {**Q_CLUSTER, "sync": True}
 EMBEDDING_PROVIDER = "hash"
+# A local model a test loads makes its ONNX graphs afresh (tests/ai/test_embedders.py tests the kept ones).
+LOCAL_EMBEDDING_GRAPH_CACHE = ""
 
 # No throttling unless a test sets a rate (tests/tenancy/test_throttling.py), whatever REDIS_URL says.
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.db.DatabaseCache", "LOCATION": "memoryproject_cache"}}

@@ -367,6 +367,100 @@ class TestForwardRuntimes:
         assert loaded_with != "eager"  # else this test would prove nothing
         assert embedder._model[0].auto_model.config._attn_implementation == loaded_with
 
+    @pytest.mark.usefixtures("torch_threads_kept")
+    def test_the_next_load_runs_the_kept_graphs_instead_of_making_them_again(
+        self, monkeypatch, tmp_path, own_forward_embedder
+    ):
+        import dataclasses
+
+        import torch
+        from onnxruntime.transformers import optimizer
+
+        config = dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2, graph_cache=str(tmp_path))
+        LocalEmbedder(config)
+        (entry,) = tmp_path.iterdir()
+        assert sorted(graph.name for graph in entry.iterdir()) == [".lock", "fused.onnx", "model.onnx"]
+
+        def made_again(*args, **kwargs):
+            raise AssertionError("made again")
+
+        monkeypatch.setattr(torch.onnx, "export", made_again)
+        monkeypatch.setattr(optimizer, "optimize_model", made_again)
+        sessions = RecordedSessions(monkeypatch, operators=True)
+        embedder = LocalEmbedder(config)
+
+        assert embedder.runtime == "onnxruntime"
+        assert sessions.opened == [(str(entry / "model.onnx"), 1), (str(entry / "fused.onnx"), 2)]
+        assert "Attention" in sessions.operators[1]
+        assert np.abs(embedder.embed(_VARIED) - own_forward_embedder.embed(_VARIED)).max() <= 1e-5
+
+    def test_a_kept_graph_that_cannot_be_loaded_is_made_again(self, tmp_path, caplog, own_forward_embedder):
+        import dataclasses
+
+        config = dataclasses.replace(_local_config(), runtime="onnxruntime", graph_cache=str(tmp_path))
+        LocalEmbedder(config)
+        (graph,) = tmp_path.glob("*/model.onnx")
+        graph.write_bytes(b"half a graph")
+
+        embedder = LocalEmbedder(config)
+
+        assert "made again" in caplog.text
+        assert embedder.runtime == "onnxruntime"
+        assert graph.stat().st_size > 1_000_000
+        assert np.abs(embedder.embed(_VARIED) - own_forward_embedder.embed(_VARIED)).max() <= 1e-5
+
+    def test_loads_at_once_make_the_graph_once(self, monkeypatch, tmp_path):
+        import dataclasses
+
+        import torch
+
+        exports = []
+        export = torch.onnx.export
+
+        def exporting(*args, **kwargs):
+            exports.append(threading.get_ident())
+            return export(*args, **kwargs)
+
+        monkeypatch.setattr(torch.onnx, "export", exporting)
+        config = dataclasses.replace(_local_config(), runtime="onnxruntime", threads=1, graph_cache=str(tmp_path))
+        embedders = []
+        loads = [threading.Thread(target=lambda: embedders.append(LocalEmbedder(config))) for _ in range(2)]
+        for load in loads:
+            load.start()
+        for load in loads:
+            load.join()
+
+        assert len(exports) == 1  # the other load waited for the graph, then ran it
+        assert [embedder.runtime for embedder in embedders] == ["onnxruntime"] * 2
+        assert np.abs(embedders[0].embed(_VARIED) - embedders[1].embed(_VARIED)).max() == 0
+
+    def test_graphs_are_kept_apart_by_weights_and_library_versions(self, monkeypatch, tmp_path, local_embedder):
+        import onnxruntime
+
+        from ai.embedders import BUNDLED_MINILM_SHA256, GraphCache
+
+        transformer = local_embedder._model[0].auto_model
+        names = ["input_ids", "attention_mask", "token_type_ids"]
+        cache = GraphCache(tmp_path, BUNDLED_MINILM_SHA256)
+        entry = cache.entry(transformer, names)
+
+        assert cache.entry(transformer, names) == entry
+        assert GraphCache(tmp_path, "0" * 64).entry(transformer, names) != entry
+        assert cache.entry(transformer, names[:2]) != entry
+        monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
+        assert cache.entry(transformer, names) != entry
+
+    def test_a_cache_folder_that_cannot_be_written_leaves_a_temporary_one(self, tmp_path, caplog):
+        import dataclasses
+
+        blocked = tmp_path / "file"
+        blocked.write_text("a file where the folder would be")
+        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", graph_cache=str(blocked)))
+
+        assert "not kept" in caplog.text
+        assert embedder.runtime == "onnxruntime"
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
+
     def test_the_model_is_encoded_directly_as_its_encode_would(self, local_embedder):
         import copy
 
