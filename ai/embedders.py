@@ -619,6 +619,7 @@ def _sessions(folder: Path, transformer, example: dict, options, threads: int):
     feed = {name: tensor.numpy() for name, tensor in example.items()}
     session = _fused_session(str(fused), options, threads, feed, one_thread) if fused_made else None
     if session is None:
+        fused.unlink(missing_ok=True)  # not kept: the next load fuses again
         session = _session(str(graph), options, threads)
     return session, one_thread
 
@@ -660,7 +661,11 @@ def _export(transformer, example: dict, graph: Path) -> None:
 def _written_whole(path: Path) -> Iterator[Path]:
     """A path to write `path`'s content to, renamed into place once written: a load never finds half a graph."""
     partial = path.with_name(f"{path.name}.partial")
-    yield partial
+    try:
+        yield partial
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
     os.replace(partial, path)
 
 
@@ -771,7 +776,8 @@ def _fused_graph(graph: str, config, path: Path) -> bool:
 
 
 def _torchscript_runner(transformer, example: dict, threads: int, cache: GraphCache | None):
-    """The transformer's forward traced once (torch.jit.trace) into one graph (thread-safe)."""
+    """The transformer's forward traced once (torch.jit.trace) into one graph (thread-safe), in memory: nothing for
+    `cache` to keep."""
     import torch
 
     traced = torch.jit.trace(transformer, example_kwarg_inputs=example, strict=False)

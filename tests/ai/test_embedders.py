@@ -286,7 +286,7 @@ class TestForwardRuntimes:
 
     @pytest.mark.usefixtures("torch_threads_kept")
     @pytest.mark.parametrize("fault", ["fusion fails", "fused graph answers differently"])
-    def test_a_fused_graph_that_fails_leaves_the_graph_as_exported(self, fault, monkeypatch, caplog):
+    def test_a_fused_graph_that_fails_leaves_the_graph_as_exported(self, fault, monkeypatch, caplog, tmp_path):
         import dataclasses
 
         import onnx
@@ -308,7 +308,8 @@ class TestForwardRuntimes:
         replacement = failing if fault == "fusion fails" else answering_differently
         monkeypatch.setattr(optimizer, "optimize_model", replacement)
         sessions = RecordedSessions(monkeypatch, operators=True)
-        embedder = LocalEmbedder(dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2))
+        config = dataclasses.replace(_local_config(), runtime="onnxruntime", threads=2, graph_cache=str(tmp_path))
+        embedder = LocalEmbedder(config)
 
         assert "graph not fused" in caplog.text
         assert embedder.runtime == "onnxruntime"  # ONNX Runtime still runs the model, on the graph as exported
@@ -316,6 +317,7 @@ class TestForwardRuntimes:
         assert opened == ([1, 2] if fault == "fusion fails" else [1, 2, 2])  # the fused session, then left
         assert "Attention" not in sessions.operators[-1]
         assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
+        assert [graph.name for graph in tmp_path.glob("*/*.onnx*")] == ["model.onnx"]  # the next load fuses again
 
     @pytest.mark.usefixtures("torch_threads_kept")
     def test_a_long_call_runs_its_passes_side_by_side_each_on_one_thread(
