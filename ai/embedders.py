@@ -309,7 +309,7 @@ class LocalEmbedder:
             torch.set_num_threads(config.threads)  # process-wide: bounds what one request's embedding takes
         self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        cache = GraphCache(Path(config.graph_cache), weights_sha256 or _sha256(path)) if config.graph_cache else None
+        cache = GraphCache(Path(config.graph_cache), path, weights_sha256) if config.graph_cache else None
         self.runtime = _faster_forward(self._model, config.runtime, self.threads, cache)
         self.encodes_directly = _direct_encode_agrees(self._model)
         if self.runtime == "onnxruntime":
@@ -449,7 +449,7 @@ _PROBE_BATCHES = (list(_PROBES), *([text] for text in _PROBES))  # together, the
 _FORWARD_TOLERANCE = 1e-5  # largest difference of a vector component allowed against the model's own forward
 
 
-def _faster_forward(model, runtime: str, threads: int, cache: "GraphCache | None" = None) -> str:
+def _faster_forward(model, runtime: str, threads: int, cache: "GraphCache | None") -> str:
     """Run the transformer's forward on `runtime`, or on the next of LOCAL_RUNTIMES that builds and embeds the probes
     as the model's own forward does; answers the runtime in use. Sentence-transformers' own tokenizing, pooling and
     normalising stay: only the ~1,000 module calls per text and torch's kernels are replaced (a short query: ~16 ms
@@ -661,11 +661,7 @@ def _export(transformer, example: dict, graph: Path) -> None:
 def _written_whole(path: Path) -> Iterator[Path]:
     """A path to write `path`'s content to, renamed into place once written: a load never finds half a graph."""
     partial = path.with_name(f"{path.name}.partial")
-    try:
-        yield partial
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
+    yield partial
     os.replace(partial, path)
 
 
@@ -679,7 +675,8 @@ class GraphCache:
     by what made them: the weights, the model's config, the inputs, the libraries' versions and _GRAPH_FORMAT."""
 
     folder: Path
-    weights_sha256: str
+    model: Path
+    weights_sha256: str  # as checked at load; "" for a model with no checksum given, read here when needed
 
     def entry(self, transformer, names: list[str]) -> Path:
         import onnx
@@ -689,7 +686,7 @@ class GraphCache:
 
         made_by = {
             "format": _GRAPH_FORMAT,
-            "weights": self.weights_sha256,
+            "weights": self.weights_sha256 or _weights_sha256(self.model),
             "config": transformer.config.to_json_string(),
             "inputs": names,
             "versions": [torch.__version__, onnx.__version__, onnxruntime.__version__, transformers.__version__],
@@ -818,7 +815,7 @@ def _verify_weights(path: Path, expected_sha256: str) -> str:
         raise AIProviderError(f"No model.safetensors in {path}.", code="configuration_error")
     if not expected_sha256:
         return ""
-    digest = _sha256(path)
+    digest = _weights_sha256(path)
     if digest != expected_sha256:
         raise AIProviderError(
             f"{weights} does not match its sha256 ({digest} != {expected_sha256}): reinstall the model.",
@@ -827,7 +824,7 @@ def _verify_weights(path: Path, expected_sha256: str) -> str:
     return digest
 
 
-def _sha256(path: Path) -> str:
+def _weights_sha256(path: Path) -> str:
     """The sha256 of the model's weights (model.safetensors in `path`)."""
     digest = hashlib.sha256()
     with (path / "model.safetensors").open("rb") as stream:

