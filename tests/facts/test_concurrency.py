@@ -31,6 +31,24 @@ def test_usage_counting_is_exact_under_concurrency():
     assert set(Fact.objects.filter(pk__in=ids).values_list("usage_count", flat=True)) == {100}
 
 
+def test_a_use_counted_by_itself_commits_without_waiting_for_the_flush_and_the_setting_ends_with_it():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    tenant, _ = make_tenant()
+    fact = fact_remember(tenant=tenant, user_id="u1", content="Deploys with Kubernetes").fact
+
+    with CaptureQueriesContext(connection) as queries:
+        assert facts_record_usage(tenant=tenant, fact_ids=[fact.pk]) == 1
+
+    assert queries[-1]["sql"].startswith("SET LOCAL synchronous_commit = off;")
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        assert cursor.fetchone()[0] == "on"
+    # Committed: another connection counts it.
+    assert run_together(1, lambda _: Fact.objects.get(pk=fact.pk).usage_count) == [1]
+
+
 def test_without_a_chat_model_the_judgement_is_made_under_the_memory_lock_and_not_repeated(settings):
     """The rules judge takes milliseconds: the neighbours are read once, after the lock, so no writer can change
     them between the judgement and the write (with a chat model they are read before and again under the lock:

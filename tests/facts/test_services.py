@@ -5,6 +5,8 @@ from datetime import UTC, datetime
 import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from ai.services import embed_query
@@ -31,6 +33,12 @@ def remember(tenant, content, **kwargs):
 
 def current(tenant) -> list[str]:
     return sorted(facts_list(tenant=tenant, user_id="u1").values_list("content", flat=True))
+
+
+def synchronous_commit() -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW synchronous_commit")
+        return cursor.fetchone()[0]
 
 
 def actions(fact) -> list[str]:
@@ -269,6 +277,17 @@ class TestUsage:
         foreign = fact_remember(tenant=other_tenant_and_key[0], user_id="u1", content="Prefers tea").fact
 
         assert facts_record_usage(tenant=tenant, fact_ids=[foreign.pk]) == 0
+
+    def test_usage_counted_inside_a_callers_transaction_leaves_its_commit_as_durable_as_it_was(self, tenant):
+        """Only a count that commits by itself skips the wait for the WAL flush (tests/facts/test_concurrency.py)."""
+        used = remember(tenant, "Prefers tea").fact
+        before = synchronous_commit()
+
+        with CaptureQueriesContext(connection) as queries:
+            assert facts_record_usage(tenant=tenant, fact_ids=[used.pk]) == 1
+
+        assert "synchronous_commit" not in queries[-1]["sql"]
+        assert synchronous_commit() == before == "on"
 
 
 class TestImport:
