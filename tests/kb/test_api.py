@@ -5,6 +5,7 @@ import json
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from ai.embedders import HashEmbedder
 from kb.models import Document, KBChunk
 from tests.factories import client_with_key
 from tests.kb.test_loaders import minimal_pdf
@@ -296,6 +297,18 @@ def test_search_returns_passages_with_citations_and_score_breakdown(api):
     assert set(top["scores"]) == {"vector", "keyword", "final"}
     assert top["scores"]["keyword"] == 1.0
     assert top["score"] == top["scores"]["final"] >= results[1]["score"]
+
+
+def test_a_tenant_without_documents_is_answered_without_embedding_the_query(api, monkeypatch):
+    embedded = []
+    monkeypatch.setattr(HashEmbedder, "embed", lambda self, texts: embedded.append(texts))
+
+    response = api.post("/api/v1/kb/search", {"query": "requests per minute"}, format="json")
+
+    assert response.status_code == 200
+    assert response.json()["results"] == []
+    assert response.json()["degraded"] == []
+    assert embedded == []  # no provider call for a search with nothing to search
 
 
 def test_search_filters_by_doc_ids_and_path_prefix(api):
