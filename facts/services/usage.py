@@ -27,7 +27,7 @@ def facts_record_usage(*, tenant: Tenant, fact_ids: Iterable[int]) -> int:
     ids = sorted(set(fact_ids))
     if not ids:
         return 0
-    own_transaction = not connection.in_atomic_block
+    own_transaction = connection.get_autocommit()  # False inside atomic(), or a transaction begun by hand
     # Two statements in one simple query run as one transaction: the setting ends with it.
     sql = _NO_FLUSH_WAIT_SQL + _COUNT_USE_SQL if own_transaction else _COUNT_USE_SQL
     with connection.cursor() as cursor:
