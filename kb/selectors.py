@@ -2,7 +2,8 @@
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -240,9 +241,11 @@ def kb_search(
     doc_ids / path_prefix (a doc id prefix, e.g. "guides/") narrow the search to some documents. Only chunks
     embedded by the active model are searched (others are stale until re-indexed).
     """
-    if _nothing_to_search(tenant, query, limit):
+    asked = _search_begun(tenant, query, limit)
+    if asked is None:
         return []
     return _search_chunks(
+        asked,
         tenant=tenant,
         query=query,
         limit=limit,
@@ -253,7 +256,29 @@ def kb_search(
     )
 
 
+@dataclass(frozen=True)
+class _SearchBegun:
+    """A query about to be searched: the database it reads, its terms, and the tenant's statistics for them."""
+
+    alias: str
+    keywords: KeywordQuery
+    statistics: "TermChunks"
+
+
+def _search_begun(tenant: Tenant, query: str, limit: int) -> _SearchBegun | None:
+    """None when there is nothing to search: no query, no room for a hit, or no knowledge base (the tenant's chunks
+    are counted with its terms' in one statement). Answered before the query is embedded."""
+    if not query.strip() or limit <= 0:
+        return None
+    keywords = KeywordQuery(query)
+    alias = read_alias()  # the replica during an API read (core.replicas): the search reads there too
+    with connections[alias].cursor() as cursor:
+        statistics = _term_chunks(cursor, tenant=tenant, keywords=keywords)
+    return _SearchBegun(alias, keywords, statistics) if statistics.chunks else None
+
+
 def _search_chunks(
+    asked: _SearchBegun,
     *,
     tenant: Tenant,
     query: str,
@@ -263,7 +288,6 @@ def _search_chunks(
     doc_ids: Sequence[str] | None = None,
     path_prefix: str = "",
 ) -> list[DocumentHit]:
-    """kb_search once the tenant is known to have chunks."""
     documents = None
     if doc_ids is not None or path_prefix:
         documents = _document_ids(tenant=tenant, doc_ids=doc_ids, path_prefix=path_prefix)
@@ -274,42 +298,45 @@ def _search_chunks(
         vector = query_vector_or_none(query, tenant=tenant, user_id=None)
     if keyword_only:
         vector = None
-    keywords = KeywordQuery(query)
-    alias = read_alias()  # the replica during an API read (core.replicas); chosen before the transaction, which it pins
-    with transaction.atomic(using=alias), connections[alias].cursor() as cursor:
-        statistics = _term_chunks(cursor, tenant=tenant, keywords=keywords)
-        sql, params = kb_search_statement(
-            tenant=tenant, keywords=keywords, statistics=statistics, vector=vector, limit=limit, documents=documents
-        )
-        # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave
-        # almost nothing; relaxed order is fine because the candidates are re-scored below.
-        ef_search = min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH)
-        # No parallel plans: the keyword side's pattern walk relies on the parts of an Append running in order.
-        cursor.execute(
-            "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), set_config('hnsw.ef_search', %s, true),"
-            " set_config('max_parallel_workers_per_gather', '0', true)",
-            [str(ef_search)],
-        )
-        cursor.execute(sql, params)
+    sql, params = kb_search_statement(
+        tenant=tenant,
+        keywords=asked.keywords,
+        statistics=asked.statistics,
+        vector=vector,
+        limit=limit,
+        documents=documents,
+    )
+    # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave almost
+    # nothing; relaxed order is fine because the candidates are re-scored below. No parallel plans: the keyword
+    # side's pattern walk relies on the parts of an Append running in order.
+    params["ef_search"] = str(min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH))
+    connection = connections[asked.alias]
+    with _settings_ended(connection), connection.cursor() as cursor:
+        cursor.execute(_SEARCH_SETTINGS_SQL + sql, params)
+        cursor.nextset()
         rows = cursor.fetchall()
-        # A read: rolling back ends the settings here, even inside a caller's transaction.
-        transaction.set_rollback(True, using=alias)
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
-    return _fused(rows, limit, term_count=len(keywords), weight=weight)
+    return _fused(rows, limit, term_count=len(asked.keywords), weight=weight)
 
 
-def _nothing_to_search(tenant: Tenant, query: str, limit: int) -> bool:
-    """No query, no room for a hit, or no knowledge base: answered before the query is embedded (and before the
-    HNSW scan, ~1.5 ms alone)."""
-    return not query.strip() or limit <= 0 or not _has_chunks(tenant)
+_SEARCH_SETTINGS_SQL = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    " set_config('hnsw.ef_search', %(ef_search)s, true),"
+    " set_config('max_parallel_workers_per_gather', '0', true);\n"
+)
 
 
-def _has_chunks(tenant: Tenant) -> bool:
-    """Whether the tenant has a knowledge base: asked on every /context, and most tenants have none. The statement
-    written out, not the ORM's exists() (0.40 -> 0.17 ms a call, alternating)."""
-    with connections[read_alias()].cursor() as cursor:
-        cursor.execute("SELECT EXISTS (SELECT 1 FROM kb_kbchunk WHERE tenant_id = %s)", [tenant.pk])
-        return cursor.fetchone()[0]
+@contextmanager
+def _settings_ended(connection) -> Iterator[None]:
+    """Where the search's settings end: sent before the statement in one simple query, they end with its own
+    transaction (one round trip, not the four of a transaction of its own); inside a caller's transaction, with a
+    savepoint rolled back (a read), so that the caller's next statements run on its own settings."""
+    if connection.get_autocommit():
+        yield
+        return
+    with transaction.atomic(using=connection.alias):
+        yield
+        transaction.set_rollback(True, using=connection.alias)
 
 
 @dataclass(frozen=True)
@@ -321,11 +348,12 @@ class DocumentsFound:
 def kb_search_answer(*, tenant: Tenant, query: str, limit: int = 10, **filters) -> DocumentsFound:
     """kb_search, saying whether it ranked by keywords alone (the query could not be embedded now). A tenant without
     chunks is answered before the query is embedded: no call to the embedding provider for nothing."""
-    if _nothing_to_search(tenant, query, limit):
+    asked = _search_begun(tenant, query, limit)
+    if asked is None:
         return DocumentsFound([], [])
     vector = query_vector_or_none(query, tenant=tenant, user_id=None)
     results = _search_chunks(
-        tenant=tenant, query=query, limit=limit, vector=vector, keyword_only=vector is None, **filters
+        asked, tenant=tenant, query=query, limit=limit, vector=vector, keyword_only=vector is None, **filters
     )
     return DocumentsFound(results, degraded_without(vector))
 

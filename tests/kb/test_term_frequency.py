@@ -185,8 +185,10 @@ def test_the_patterns_are_read_best_first_and_no_further_than_needed(crowded, se
     plans = []
 
     def explained(execute, sql, params, many, context):
-        if sql.lstrip().startswith("WITH vector_hits"):
-            execute("EXPLAIN (ANALYZE, COSTS OFF) " + sql, params, many, context)
+        if "WITH vector_hits" in sql:
+            explain = sql.replace("WITH vector_hits", "EXPLAIN (ANALYZE, COSTS OFF) WITH vector_hits", 1)
+            execute(explain, params, many, context)
+            context["cursor"].nextset()  # past the search's settings, sent before it
             plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
         return execute(sql, params, many, context)
 
