@@ -223,9 +223,10 @@ def test_the_search_settings_do_not_leak_into_the_callers_transaction(tenant, co
 
 
 @pytest.mark.django_db(transaction=True)
-def test_outside_a_transaction_the_search_is_two_statements_and_its_settings_end_with_it():
-    """Statistics, then settings and search in one simple query: the settings end with that query's own transaction
-    (inside a caller's, a savepoint ends them: the test above), and the hits are those of the savepoint's way."""
+def test_outside_a_transaction_the_search_is_three_statements_and_its_settings_end_with_it():
+    """Whether the tenant has chunks, its statistics, then settings and search in one simple query: the settings end
+    with that query's own transaction (inside a caller's, a savepoint ends them: the test above), and the hits are
+    those of the savepoint's way."""
     tenant, _ = make_tenant("initech")
     index(tenant, "guides/operations.md", OPERATIONS)
     index(tenant, "guides/billing.md", BILLING)
@@ -238,8 +239,8 @@ def test_outside_a_transaction_the_search_is_two_statements_and_its_settings_end
     with transaction.atomic():
         in_a_transaction = kb_search(tenant=tenant, query="backups deploys", limit=3)
 
-    assert len(queries) == 2
-    assert "WITH vector_hits" in queries[1]["sql"]
+    assert len(queries) == 3
+    assert "WITH vector_hits" in queries[2]["sql"]
     assert after == ("off", "40")  # pgvector's defaults
     assert hits == in_a_transaction
     assert hits[0].doc_id == "guides/operations.md"
