@@ -37,6 +37,8 @@ def test_a_use_counted_by_itself_commits_without_waiting_for_the_flush_and_the_s
 
     tenant, _ = make_tenant()
     fact = fact_remember(tenant=tenant, user_id="u1", content="Deploys with Kubernetes").fact
+    with connection.cursor() as cursor:
+        cursor.execute("SET synchronous_commit = on")  # the session's, whatever the server's default
 
     with CaptureQueriesContext(connection) as queries:
         assert facts_record_usage(tenant=tenant, fact_ids=[fact.pk]) == 1
