@@ -388,7 +388,7 @@ def bench_search(tenant, count: int, *, seed: int, vectors: str, also: dict, lan
 
 def _exhaustive(execute, sql, params, many, context):
     """kb_search's statement with its vector side an exact scan: the distance wrapped so no index can serve it."""
-    if sql.lstrip().startswith("WITH vector_hits"):
+    if "WITH vector_hits" in sql:  # after the search's settings, sent in the same call
         # The vector side's ORDER BY, followed by its LIMIT (a pattern read nearest first is sorted `+ 0, id`).
         indexed = "ORDER BY embedding <=> %(vector)s::vector LIMIT"
         exact = "ORDER BY (embedding <=> %(vector)s::vector) + 0 LIMIT"
@@ -407,9 +407,11 @@ def explain(tenant, query: str, *, seed: int, vectors: str) -> None:
 
 
 def _explaining(execute, sql, params, many, context):
-    if not sql.lstrip().startswith("WITH vector_hits"):
+    if "WITH vector_hits" not in sql:
         return execute(sql, params, many, context)
-    execute("EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) " + sql, params, many, context)
+    explain = sql.replace("WITH vector_hits", "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) WITH vector_hits", 1)
+    execute(explain, params, many, context)
+    context["cursor"].nextset()  # past the search's settings, sent before the statement
     plan = "\n".join(row[0] for row in context["cursor"].fetchall())
     plan = re.sub(r"'\[[-0-9.e,]+\]'", "'[...]'", plan)  # the query vector
     print(plan)
