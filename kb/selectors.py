@@ -241,11 +241,11 @@ def kb_search(
     doc_ids / path_prefix (a doc id prefix, e.g. "guides/") narrow the search to some documents. Only chunks
     embedded by the active model are searched (others are stale until re-indexed).
     """
-    asked = _search_begun(tenant, query, limit)
-    if asked is None:
+    begun = _search_begun(tenant, query, limit)
+    if begun is None:
         return []
     return _search_chunks(
-        asked,
+        begun,
         tenant=tenant,
         query=query,
         limit=limit,
@@ -282,7 +282,7 @@ def _search_begun(tenant: Tenant, query: str, limit: int) -> _SearchBegun | None
 
 
 def _search_chunks(
-    asked: _SearchBegun,
+    begun: _SearchBegun,
     *,
     tenant: Tenant,
     query: str,
@@ -304,8 +304,8 @@ def _search_chunks(
         vector = None
     sql, params = kb_search_statement(
         tenant=tenant,
-        keywords=asked.keywords,
-        statistics=asked.statistics,
+        keywords=begun.keywords,
+        statistics=begun.statistics,
         vector=vector,
         limit=limit,
         documents=documents,
@@ -314,13 +314,13 @@ def _search_chunks(
     # nothing; relaxed order is fine because the candidates are re-scored below. No parallel plans: the keyword
     # side's pattern walk relies on the parts of an Append running in order.
     params["ef_search"] = str(min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH))
-    connection = connections[asked.alias]
+    connection = connections[begun.alias]
     with _settings_ended(connection), connection.cursor() as cursor:
         cursor.execute(_SEARCH_SETTINGS_SQL + sql, params)
         cursor.nextset()
         rows = cursor.fetchall()
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
-    return _fused(rows, limit, term_count=len(asked.keywords), weight=weight)
+    return _fused(rows, limit, term_count=len(begun.keywords), weight=weight)
 
 
 _SEARCH_SETTINGS_SQL = (
@@ -352,12 +352,12 @@ class DocumentsFound:
 def kb_search_answer(*, tenant: Tenant, query: str, limit: int = 10, **filters) -> DocumentsFound:
     """kb_search, saying whether it ranked by keywords alone (the query could not be embedded now). A tenant without
     chunks is answered before the query is embedded: no call to the embedding provider for nothing."""
-    asked = _search_begun(tenant, query, limit)
-    if asked is None:
+    begun = _search_begun(tenant, query, limit)
+    if begun is None:
         return DocumentsFound([], [])
     vector = query_vector_or_none(query, tenant=tenant, user_id=None)
     results = _search_chunks(
-        asked, tenant=tenant, query=query, limit=limit, vector=vector, keyword_only=vector is None, **filters
+        begun, tenant=tenant, query=query, limit=limit, vector=vector, keyword_only=vector is None, **filters
     )
     return DocumentsFound(results, degraded_without(vector))
 
