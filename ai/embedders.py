@@ -10,7 +10,9 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -667,6 +669,9 @@ def _written_whole(path: Path) -> Iterator[Path]:
 
 # Raised when the export or the fusing changes, so that graphs kept by the code before are made again.
 _GRAPH_FORMAT = 1
+# An entry no load has opened for this long was made for weights or library versions no longer in use (an upgrade
+# leaves one of 87-173 MB behind): the next load of another entry removes it, unless a load holds it.
+UNUSED_GRAPHS_KEPT_DAYS = 14
 
 
 @dataclass(frozen=True)
@@ -704,7 +709,7 @@ def _graph_folder(cache: GraphCache | None, transformer, names: list[str]) -> It
         folder = cache.entry(transformer, names)
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            lock = (folder / ".lock").open("w")
+            lock = (folder / ".lock").open("w")  # truncated: its modification time is this entry's last load
         except OSError as exc:
             logger.warning("local embedding model's ONNX graphs not kept in %s (%s): made for this load", folder, exc)
     if lock is None:
@@ -715,7 +720,27 @@ def _graph_folder(cache: GraphCache | None, transformer, names: list[str]) -> It
         return
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released as the file closes, or as the process ends
+        folder.mkdir(exist_ok=True)  # removed as unused while this load waited for its lock
+        _remove_unused_entries(cache.folder)
         yield folder, True
+
+
+def _remove_unused_entries(cache_folder: Path) -> None:
+    """The cache's entries that no load has opened for UNUSED_GRAPHS_KEPT_DAYS (their .lock, opened "w" by every
+    load, tells when), removed; one a load holds, this load's own included, is left."""
+    unused_since = time.time() - UNUSED_GRAPHS_KEPT_DAYS * 86400
+    for entry in cache_folder.iterdir():
+        if not entry.is_dir():
+            continue
+        try:
+            if (entry / ".lock").stat().st_mtime > unused_since:
+                continue
+            with (entry / ".lock").open("a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises while a load holds it
+                shutil.rmtree(entry)
+            logger.info("removed the ONNX graphs of %s, unused for %d days", entry, UNUSED_GRAPHS_KEPT_DAYS)
+        except OSError:  # no .lock (not an entry), held by a load, or already gone
+            continue
 
 
 def _session(graph: str, options, threads: int):

@@ -455,6 +455,45 @@ class TestForwardRuntimes:
         monkeypatch.setattr(onnxruntime, "__version__", "0.0.1")
         assert cache.entry(transformer, names) != entry
 
+    def test_a_load_removes_the_entries_unused_for_two_weeks_but_not_one_a_load_holds(self, tmp_path):
+        import dataclasses
+        import fcntl
+        import os
+        import time
+
+        from ai.embedders import UNUSED_GRAPHS_KEPT_DAYS
+
+        def last_loaded(folder: Path, days_ago: float) -> Path:
+            moment = time.time() - days_ago * 86400
+            os.utime(folder / ".lock", (moment, moment))
+            return folder
+
+        def entry(name: str, days_unused: float) -> Path:
+            folder = tmp_path / name
+            folder.mkdir()
+            (folder / "model.onnx").write_bytes(b"a graph of other library versions")
+            (folder / ".lock").touch()
+            return last_loaded(folder, days_unused)
+
+        config = dataclasses.replace(_local_config(), runtime="onnxruntime", graph_cache=str(tmp_path))
+        LocalEmbedder(config)
+        (ours,) = tmp_path.iterdir()
+        last_loaded(ours, UNUSED_GRAPHS_KEPT_DAYS + 1)  # its own entry is used by the load, however old
+        unused = entry("unused", UNUSED_GRAPHS_KEPT_DAYS + 1)
+        recent = entry("recent", UNUSED_GRAPHS_KEPT_DAYS - 1)
+        held = entry("held", UNUSED_GRAPHS_KEPT_DAYS + 1)
+        started = time.time()
+        with (held / ".lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # a load of another process, under way
+            embedder = LocalEmbedder(config)
+
+        assert embedder.runtime == "onnxruntime"
+        assert sorted(folder.name for folder in tmp_path.iterdir()) == sorted([ours.name, "recent", "held"])
+        assert (ours / ".lock").stat().st_mtime >= started - 1  # its last load, as the next loads read it
+        assert not unused.exists()
+        assert (recent / "model.onnx").exists()
+        assert (held / "model.onnx").exists()
+
     def test_a_cache_folder_that_cannot_be_written_leaves_a_temporary_one(self, tmp_path, caplog):
         import dataclasses
 
