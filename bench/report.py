@@ -248,7 +248,9 @@ class ProductSystem:
 
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE facts_fact")
-            cursor.execute("VACUUM ANALYZE facts_factsearchentry")  # what autovacuum does for the other tables
+            # what autovacuum does for the other tables
+            cursor.execute("VACUUM ANALYZE facts_factsearchentry")
+            cursor.execute("VACUUM ANALYZE facts_factsearchterm")
 
     def thread_finished(self) -> None:
         from django.db import connection
@@ -495,8 +497,8 @@ def peer_model_path() -> str:
 
 def disk_kb_per_1000(name: str, url: str | None) -> float:
     """Disk per 1,000 memories after seeding: the system's tables with their indexes and TOAST over its rows. The
-    product's: the facts tables (facts, their search entries and events) over every fact of the table; a peer's:
-    every table of its own database over its memories."""
+    product's: the facts tables (facts, their search entries, counts and terms, events) over every fact of the
+    table; a peer's: every table of its own database over its memories."""
     import psycopg
     from django.db import connection
 
@@ -504,7 +506,8 @@ def disk_kb_per_1000(name: str, url: str | None) -> float:
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT sum(pg_total_relation_size(t::regclass)), (SELECT count(*) FROM facts_fact) "
-                "FROM unnest(ARRAY['facts_fact', 'facts_factsearchentry', 'facts_factevent']) t"
+                "FROM unnest(ARRAY['facts_fact', 'facts_factsearchentry', 'facts_factsearchcount',"
+                " 'facts_factsearchterm', 'facts_factevent']) t"
             )
             size, rows = cursor.fetchone()
     else:

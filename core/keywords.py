@@ -97,6 +97,13 @@ class KeywordQuery:
         return "(" + " + ".join(f"CASE WHEN {name} THEN idf{n} ELSE 0::float8 END"
                                 for n, name in enumerate(self.match_names(alias))) + ")"  # fmt: skip
 
+    def idf_sum_matching(self, column: str) -> str:
+        """The summed IDF of the terms the tsvector `column` matches (for rows read without match columns)."""
+        if not len(self):
+            return "0::float8"
+        return "(" + " + ".join(f"CASE WHEN {column} @@ {self.term(n)} THEN idf{n} ELSE 0::float8 END"
+                                for n in range(len(self))) + ")"  # fmt: skip
+
     def score(self, bm25: Bm25, *, alias: str = "", length: str = "", average_length: str = "") -> str:
         """A row's BM25 score: its summed IDF times the length factor (length SQL only needed when b > 0)."""
         if not bm25.b:

@@ -106,6 +106,7 @@ def facts_nearest(
         "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
         "vector": vector_literal(vector),
         "pool": limit + NEAREST_MARGIN,
+        "nearest": limit + NEAREST_MARGIN,
         "limit": limit,
     } | nearest_params()
     with connection.cursor() as cursor:
@@ -179,7 +180,8 @@ best AS (
     ORDER BY %(vector_weight)s * vector_score + %(keyword_weight)s * {keyword_score} DESC, id DESC
     LIMIT %(candidates)s
 )
-SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary
+SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary,
+    true AS complete
 FROM best JOIN facts_fact f ON f.id = best.id AND f.tenant_id = %(tenant)s
 """
 # What a hit carries back; the text columns only the keyword side needs stay in the database (Django defers them).
@@ -225,21 +227,25 @@ def facts_search(
     half_life_days = settings.FACTS_SEARCH_HALF_LIFE_DAYS if half_life_days is None else half_life_days
     now = now or timezone.now()
 
-    sql, params = facts_search_statement(
-        tenant=tenant,
-        user_id=user_id,
-        query=query,
-        vector=vector,
-        limit=limit,
-        categories=categories,
-        agent_id=agent_id,
-        include_pending=include_pending,
-        as_of=as_of,
-        occurred_after=occurred_after,
-        occurred_before=occurred_before,
-    )
+    statement = {
+        "tenant": tenant,
+        "user_id": user_id,
+        "query": query,
+        "vector": vector,
+        "limit": limit,
+        "categories": categories,
+        "agent_id": agent_id,
+        "include_pending": include_pending,
+        "as_of": as_of,
+        "occurred_after": occurred_after,
+        "occurred_before": occurred_before,
+    }
+    sql, params = facts_search_statement(**statement)
     with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
         rows = _fetch_search_rows(cursor, sql, params)
+        if params.get("common_terms") and not (rows and rows[0][-1]):  # a common term's entries could rank
+            sql, params = facts_search_statement(**statement, read_every_term=True)
+            rows = _fetch_search_rows(cursor, sql, params)
     vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     candidates = [_candidate(row, now, half_life_days, vector_weight) for row in rows]
     candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
@@ -274,9 +280,11 @@ def facts_search_statement(
     as_of=None,
     occurred_after=None,
     occurred_before=None,
+    read_every_term: bool = False,
 ) -> tuple[str, dict]:
-    """The one statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks).
-    Without a vector: keywords alone, over the facts sharing a term with the query.
+    """The statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks).
+    Without a vector: keywords alone, over the facts sharing a term with the query. params["common_terms"] lists
+    the terms whose entries it does not read; read_every_term builds the one that reads them all.
 
     A search of the current facts reads their narrow copies (FactSearchEntry, _ENTRIES_SQL); one in the past
     (as_of), by when facts occurred, or with BM25 length normalisation scans the user's facts_fact rows (_SEARCH_SQL).
@@ -306,7 +314,9 @@ def facts_search_statement(
     if vector is not None:
         params |= {"vector": vector_literal(vector)} | nearest_params()
     if as_of is None and occurred_after is None and occurred_before is None and not bm25.b:
-        return _entries_statement(keywords, bm25, clauses, params | {"pool": 2 * candidates}, vector is not None)
+        return _entries_statement(
+            keywords, bm25, clauses, params | {"pool": 2 * candidates}, vector is not None, read_every_term
+        )
 
     # Embedded by the active model, or awaiting a vector (found by keywords meanwhile).
     clauses.append("(embedding_model = %(model)s AND embedding IS NOT NULL OR embedding_pending <> '')")
@@ -339,60 +349,107 @@ def facts_search_statement(
 
 # The same search over the narrow copies of the current facts (FactSearchEntry), touching only what can rank: the
 # user's `pool` nearest entries by their half-precision vectors (btree on (tenant, user_id, status), a top-N sort),
-# and the entries matching a query term (GIN: the scope lexeme AND any term), with N counted over the user's
-# entries. An entry in neither scores below every one of the `pool` nearest (no keyword score, a lower vector
-# score), so the best `pool` of the two sets are the best of all; they are re-scored with their full vectors
-# before the best `candidates` are kept, as the exact scan keeps them.
+# and the entries matching a query term (GIN: the scope lexeme AND any term), with N read before (SearchStatistics).
+# An entry in neither scores below every one of the `pool` nearest (no keyword score, a lower vector score), so the
+# best `pool` of the two sets are the best of all; they are re-scored with their full vectors before the best
+# `candidates` are kept, as the exact scan keeps them.
+# A common term's entries (more than FACTS_SEARCH_COMMON_TERM_ENTRIES of the user's hold it; a name is in ~1,400
+# of a 10k user's LoCoMo turns, reading them was most of the statement) are not read: its document frequency
+# comes from FactSearchTerm, and an unread entry holds common terms only, so it scores at most their summed IDF
+# (`ceiling`) on the keyword side and at most the last nearest entry's cosine on the vector side. When that bound
+# is below the pool's last fused score, and the entries read hold the best keyword score (so the scaling is right
+# too), no unread entry could rank: `complete`. When not, facts_search runs the statement again reading every
+# term's entries. Through the HNSW graph, "the last nearest entry" is the walk's, so such a pool is as approximate
+# as the graph's nearest.
 _ENTRIES_SQL = """
-WITH {counted},
-{nearest}matched AS MATERIALIZED (
+WITH {nearest}matched AS MATERIALIZED (
     SELECT fact_id AS id, {vector_score} AS vector_score{match_columns}
     FROM facts_factsearchentry
-    WHERE {where} AND keywords @@ (%(scope)s::tsquery && {any_term})
+    WHERE {where} AND keywords @@ (%(scope)s::tsquery && {read_terms})
 ),
 idf AS MATERIALIZED (
-    SELECT {idf_columns}
-    FROM counted LEFT JOIN matched ON true GROUP BY counted.rows
+    SELECT {idf_columns} FROM matched
 ),
 top AS MATERIALIZED (
-    SELECT greatest(max({top_score}), 1e-9) AS score FROM matched AS base CROSS JOIN idf
+    SELECT greatest(max({top_score}), 1e-9) AS score{ceiling_column} FROM matched AS base CROSS JOIN idf
 ),
 pool AS MATERIALIZED (
-    SELECT {pool_id} AS id, {pool_vector_score} AS vector_score, coalesce({keyword_score}, 0) AS keyword_score
+    SELECT {pool_id} AS id, {pool_vector_score} AS vector_score, {pool_keyword_score} AS keyword_score
     FROM {pool_rows} CROSS JOIN idf CROSS JOIN top
-    ORDER BY %(vector_weight)s * {pool_vector_score} + %(keyword_weight)s * coalesce({keyword_score}, 0) DESC,
-        {pool_id} DESC
+    ORDER BY %(vector_weight)s * {pool_vector_score} + %(keyword_weight)s * {pool_keyword_score} DESC, {pool_id} DESC
     LIMIT %(pool)s
-)
-SELECT {columns}, scored.vector_score, scored.keyword_score, vector_send(f.embedding) AS embedding_binary
+){bound}
+SELECT {columns}, scored.vector_score, scored.keyword_score, vector_send(f.embedding) AS embedding_binary,
+    {complete} AS complete
 FROM pool JOIN facts_fact f ON f.id = pool.id AND f.tenant_id = %(tenant)s
 CROSS JOIN LATERAL (SELECT {exact_vector_score} AS vector_score, pool.keyword_score) scored
 ORDER BY %(vector_weight)s * scored.vector_score + %(keyword_weight)s * scored.keyword_score DESC, f.id DESC
 LIMIT %(candidates)s
 """
-# The user's entries (N for BM25, and what decides how the nearest are found), as FactSearchCount keeps them: its
-# columns are the entries' a search filters by, so the same conditions select the counts to add up.
+# Whether no unread entry (common terms only) could rank; see above.
+_BOUND_SQL = """,
+bound AS MATERIALIZED (
+    SELECT top.score >= top.ceiling AND pool.entries >= %(pool)s
+        AND %(vector_weight)s * greatest(
+            (SELECT CASE WHEN count(*) >= %(nearest)s THEN min(vector_score) ELSE 0 END FROM nearest), 0
+        ) + %(keyword_weight)s * top.ceiling / top.score < pool.last
+        AS complete
+    FROM top CROSS JOIN (
+        SELECT count(*) AS entries, min(%(vector_weight)s * vector_score + %(keyword_weight)s * keyword_score) AS last
+        FROM pool
+    ) pool
+)"""
+# What the search statement is built with, read in one statement before it: the user's entries (N for BM25, and
+# whether the nearest come through the graph), as FactSearchCount keeps them (its columns are the entries' a
+# search filters by, so the same conditions select the counts to add up); the table's entries as last estimated;
+# and each term's entries among the user's (FactSearchTerm; NULL for a phrase or a stop word, whose entries are
+# always read and counted there).
+_STATISTICS_SQL = """SELECT (SELECT coalesce(sum(entries), 0) FROM facts_factsearchcount WHERE {where}),
+    (SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass),
+    ARRAY(
+        SELECT CASE WHEN cardinality(a) = 1 THEN
+            (SELECT coalesce(sum(entries), 0) FROM facts_factsearchterm WHERE {where} AND lexeme = a[1]) END
+        FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, n)
+        CROSS JOIN tsvector_to_array(to_tsvector('english', term)) a
+        ORDER BY n
+    )"""
+
+
+# With common terms, the nearest entries read are this many pools: the unread entries' cosine bound is then lower,
+# so the statement is complete more often (10k LoCoMo turns, 300 questions: read again 14 times with 2, 6 with 3).
+NEAREST_REACH = 3
+
+
+@dataclass(frozen=True)
+class SearchStatistics:
+    entries: int  # the user's, as the search filters them
+    table_entries: float  # every user's, as last estimated by ANALYZE
+    term_entries: list[int | None]  # per query term (None: a phrase or a stop word)
+
+
+# facts_nearest's count of the user's entries (what decides how the nearest are found), as FactSearchCount keeps
+# them: its columns are the entries' a search filters by, so the same conditions select the counts to add up.
 _COUNTED_SQL = """counted AS MATERIALIZED (
     SELECT coalesce(sum(entries), 0) AS rows FROM facts_factsearchcount WHERE {where}
 )"""
-# The user's `pool` entries nearest to the query by half precision (the search's and facts_nearest's): exactly, by
-# a top-N sort of the user's rows (btree), unless the user is large and holds a large share of the table; then
-# approximately through the HNSW graph (iterative scan: walked until `pool` of the user's entries are found), at
+# The user's `nearest` entries nearest to the query by half precision (the search's and facts_nearest's): exactly,
+# by a top-N sort of the user's rows (btree), unless the user is large and holds a large share of the table; then
+# approximately through the HNSW graph (iterative scan: walked until that many of the user's entries are found), at
 # a measured 0.99 of the exact top 20 among them, re-scored exactly afterwards like the others. Only one branch
-# runs: each is gated by a one-time filter on `counted`. A small share would make the walk visit mostly other
-# users' entries, slower than the exact sort.
+# runs: each is gated by `through_graph` (a one-time filter on `counted`, or a constant the planner prunes by). A
+# small share would make the walk visit mostly other users' entries, slower than the exact sort.
 _NEAREST_SQL = """nearest AS MATERIALIZED (
-    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
+    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
     FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND NOT (SELECT {through_graph} FROM counted)
+    WHERE {where} AND vector_model = %(model)s AND NOT {through_graph}
     ORDER BY vector_score DESC, fact_id DESC
-    LIMIT %(pool)s)
+    LIMIT %(nearest)s)
     UNION ALL
-    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score
+    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
     FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND (SELECT {through_graph} FROM counted)
+    WHERE {where} AND vector_model = %(model)s AND {through_graph}
     ORDER BY embedding <=> %(vector)s::halfvec
-    LIMIT %(pool)s)
+    LIMIT %(nearest)s)
 )"""
 _THROUGH_GRAPH = (
     "rows >= %(graph_min_entries)s"
@@ -400,8 +457,10 @@ _THROUGH_GRAPH = (
 )
 
 
-def _nearest_sql(where: str) -> str:
-    return _NEAREST_SQL.format(where=where, through_graph=_THROUGH_GRAPH)
+def _nearest_sql(
+    where: str, through_graph: str = f"(SELECT {_THROUGH_GRAPH} FROM counted)", keywords_column: str = ""
+) -> str:
+    return _NEAREST_SQL.format(where=where, through_graph=through_graph, keywords_column=keywords_column)
 
 
 _MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
@@ -412,7 +471,7 @@ def graph_settings(params: dict) -> tuple[str, dict]:
     same call: a simple query of two statements runs as one transaction, so they end with it (one round trip), or
     with the caller's transaction when there is one.
     Without iterative scan the walk stops at ef_search entries of all users, of which few may be the user's."""
-    ef_search = min(max(settings.FACTS_SEARCH_EF_SEARCH, params.get("pool", 0)), _MAX_EF_SEARCH)
+    ef_search = min(max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0)), _MAX_EF_SEARCH)
     sql = (
         "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
         " set_config('hnsw.ef_search', %(ef_search)s, true);\n"
@@ -450,25 +509,63 @@ LIMIT %(limit)s
 """
 
 
+def _search_statistics(keywords: KeywordQuery, where: str, params: dict) -> SearchStatistics:
+    with connections[read_alias()].cursor() as cursor:
+        cursor.execute(_STATISTICS_SQL.format(where=where), params | {"terms": keywords.terms})
+        return SearchStatistics(*cursor.fetchone())
+
+
 def _entries_statement(
-    keywords: KeywordQuery, bm25: Bm25, clauses: list[str], params: dict, with_vector: bool
+    keywords: KeywordQuery, bm25: Bm25, clauses: list[str], params: dict, with_vector: bool, read_every_term: bool
 ) -> tuple[str, dict]:
     # Embedded by the active model, or awaiting a vector (found by keywords meanwhile).
     where = " AND ".join([*clauses, "(vector_model = %(model)s OR awaiting_vector)"])
     params["scope"] = search_scope_lexeme(params["tenant"], params["user_id"])
+    statistics = _search_statistics(keywords, where, params)
+    params["entries"] = statistics.entries
+    # Without a vector the pool is the best keyword scores, most of which a common term's entries hold: read them.
+    common = [
+        n
+        for n, entries in enumerate(statistics.term_entries)
+        if with_vector
+        and not read_every_term
+        and entries is not None
+        and entries > settings.FACTS_SEARCH_COMMON_TERM_ENTRIES
+    ]
+    params |= {f"entries{n}": statistics.term_entries[n] for n in common} | {"common_terms": common}
+    params["nearest"] = params["pool"] * (NEAREST_REACH if common else 1)
+    through_graph = (
+        statistics.entries >= settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES
+        and statistics.entries >= settings.FACTS_SEARCH_GRAPH_MIN_SHARE * statistics.table_entries
+    )
+
+    def document_frequency(match: str) -> str:  # a common term's from the statistics, the others' counted
+        n = int(match.removeprefix("m"))
+        return f"%(entries{n})s" if n in common else f"count(*) FILTER (WHERE {match})"
+
+    pool_keyword = f"coalesce({keyword_score(keywords, bm25)}, 0)"
+    if common:  # a nearest entry not read as a match may hold common terms
+        pool_keyword = (
+            f"CASE WHEN base.id IS NULL THEN {keywords.idf_sum_matching('nearest.keywords')} / top.score"
+            f" ELSE {keyword_score(keywords, bm25)} END"
+        )
     sql = _ENTRIES_SQL.format(
-        counted=_COUNTED_SQL.format(where=where),
-        nearest=_nearest_sql(where) + ",\n" if with_vector else "",
+        nearest=_nearest_sql(where, "true" if through_graph else "false", ", keywords" if common else "") + ",\n"
+        if with_vector
+        else "",
         vector_score="coalesce(1 - (embedding <=> %(vector)s::halfvec), 0)" if with_vector else "0::float8",
         match_columns=keywords.match_columns("keywords"),
         where=where,
-        any_term=keywords.any_term(),
-        idf_columns=keywords.idf_columns("counted.rows", lambda match: f"count(*) FILTER (WHERE matched.{match})"),
+        read_terms=keywords.any_term(n for n in range(len(keywords)) if n not in common),
+        idf_columns=keywords.idf_columns("%(entries)s", document_frequency),
         top_score=keywords.idf_sum("base"),
+        ceiling_column=", (SELECT " + " + ".join(f"idf{n}" for n in common) + " FROM idf) AS ceiling" if common else "",
         pool_id="coalesce(base.id, nearest.id)" if with_vector else "base.id",
         pool_vector_score="coalesce(base.vector_score, nearest.vector_score)" if with_vector else "base.vector_score",
         pool_rows="nearest FULL JOIN matched AS base ON base.id = nearest.id" if with_vector else "matched AS base",
-        keyword_score=keyword_score(keywords, bm25),
+        pool_keyword_score=pool_keyword,
+        bound=_BOUND_SQL if common else "",
+        complete="(SELECT complete FROM bound)" if common else "true",
         columns=_HIT_COLUMNS,
         exact_vector_score="coalesce(1 - (f.embedding <=> %(vector)s::vector), 0)" if with_vector else "0::float8",
     )
@@ -501,7 +598,7 @@ class _Candidate:
 
 
 def _candidate(row: tuple, now, half_life_days: float, vector_weight: float) -> _Candidate:
-    *values, vector_score, keyword_score, embedding = row
+    *values, vector_score, keyword_score, embedding, _complete = row
     fused = vector_weight * vector_score + (1 - vector_weight) * keyword_score
     last_seen = values[_AT["last_used_at"]] or values[_AT["occurred_at"]] or values[_AT["valid_from"]]
     decay = 1.0 if values[_AT["pinned"]] else _decay(last_seen, now, half_life_days)

@@ -6,7 +6,7 @@ from django.contrib.contenttypes.models import ContentType
 from django.core.management import call_command
 from django.db import connection
 
-from facts.models import Fact, FactSearchCount
+from facts.models import Fact, FactSearchCount, FactSearchTerm
 from facts.services import facts_import
 from forgetting.models import ForgetPolicy
 from tests.factories import make_tenant
@@ -58,3 +58,24 @@ def test_the_search_counts_start_from_the_entries_there_are():
     # Then each user's entries are counted, per status
     counts = FactSearchCount.objects.filter(tenant=tenant).values_list("user_id", "status", "entries")
     assert sorted(counts) == [("u1", "active", 2), ("u1", "pending", 1), ("u2", "active", 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_search_terms_start_from_the_entries_there_are():
+    # Given a database from before the term counts, holding entries of two users
+    call_command("migrate", "facts", "0017", verbosity=0)
+    tenant, _ = make_tenant()
+    facts = [{"user_id": "u1", "content": f"Drinks tea at {n}"} for n in range(3)] + [
+        {"user_id": "u2", "content": "Drinks coffee"}
+    ]
+    facts_import(tenant=tenant, facts=facts, actor="test")
+
+    # When it is migrated
+    call_command("migrate", verbosity=0)
+
+    # Then each user's lexemes are counted (the scope lexeme not among them)
+    terms = FactSearchTerm.objects.filter(tenant=tenant, lexeme__in=["drink", "tea", "coffe", "1"])
+    assert sorted(terms.values_list("user_id", "lexeme", "entries")) == [
+        ("u1", "1", 1), ("u1", "drink", 3), ("u1", "tea", 3), ("u2", "coffe", 1), ("u2", "drink", 1)
+    ]  # fmt: skip
+    assert not FactSearchTerm.objects.filter(lexeme__startswith="zs").exists()

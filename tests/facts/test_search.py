@@ -10,7 +10,7 @@ from django.db import connection
 from ai.services import embed_query
 from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
-from facts.selectors import facts_search, facts_search_statement, graph_settings
+from facts.selectors import NEAREST_REACH, facts_search, facts_search_statement, graph_settings
 from facts.services import fact_reject, fact_remember, facts_import
 
 pytestmark = pytest.mark.django_db
@@ -257,15 +257,8 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
 
     nodes = list(plan_nodes(plan))
     ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in nodes if "Subplan Name" in node}
-    # The user's N from its counts (a few rows, which a table this small gives to a sequential scan), not its entries.
-    assert {node["Relation Name"] for node in plan_nodes(ctes["counted"]) if "Relation Name" in node} == {
-        "facts_factsearchcount"
-    }
-    scans = {
-        node["Node Type"]
-        for node in nodes
-        if node.get("Relation Name", "").startswith("facts_") and node["Relation Name"] != "facts_factsearchcount"
-    }
+    assert params["entries"] == 530  # the user's N, read before from its counts, not from its entries
+    scans = {node["Node Type"] for node in nodes if node.get("Relation Name", "").startswith("facts_")}
     assert "Seq Scan" not in scans  # (the gate's pg_class row may be read by one: a catalog, not ours)
     # A small user (530 facts): the exact top-N sort of its entries, not the HNSW graph.
     assert indexes_used(ctes["nearest"]) == {"factsearch_tenant_user_status"}
@@ -364,9 +357,131 @@ def test_the_entries_give_the_candidates_and_scores_of_the_exact_scan(tenant, wi
             )
             with connection.cursor() as cursor:
                 cursor.execute(sql, params)
-                rows[path] = [(row[0], round(row[-3], 5), round(row[-2], 5)) for row in cursor.fetchall()]
+                rows[path] = [(row[0], round(row[-4], 5), round(row[-3], 5)) for row in cursor.fetchall()]
         assert rows["entries"] == rows["scan"], query
         if with_vector:
             assert len(rows["entries"]) == 20  # every candidate, keyword match or not
         else:
             assert bool(rows["entries"]) == (query != "the")  # only facts sharing a term (a stop word is none)
+
+
+def store_common_and_rare_words(tenant) -> None:
+    """u1's 300 facts of four words each from twelve (each word in ~100 of them), 20 of them with a rare word too;
+    facts of another user with the same words, which u1's counts must not include."""
+    rng = np.random.default_rng(29)
+    common = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
+    rare = ["zebra", "quokka", "marimba", "fjord"]
+    contents = [" ".join(rng.choice(common, size=4)) + f" note {n}" for n in range(280)]
+    contents += [f"{rare[n % 4]} " + " ".join(rng.choice(common, size=3)) for n in range(20)]
+    store(tenant, contents[:150])
+    store(tenant, contents[150:], category="preference")
+    store(tenant, ["tea zebra quokka"] * 60, user_id="someone-else")
+
+
+COMMON_TERM_QUERIES = ["zebra tea", "quokka river piano", "marimba cake", "fjord chess cake lisbon", "tea lisbon"]
+
+
+def searched(tenant, query, vector, **options) -> list[tuple]:
+    hits = facts_search(
+        tenant=tenant, user_id="u1", query=query, vector=vector, keyword_only=vector is None, limit=8, **options
+    )
+    return [(hit.fact.pk, round(hit.score, 5), round(hit.vector, 5), round(hit.keyword, 5)) for hit in hits]
+
+
+def candidates(tenant, query, vector, **options) -> tuple[list[tuple], bool, list[int]]:
+    """The search statement's candidates (id, vector and keyword scores), whether it says they are complete, and
+    the terms it left unread."""
+    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query=query, vector=vector, limit=8, **options)
+    with connection.cursor() as cursor:
+        cursor.execute(*graph_settings(params))
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    return (
+        [(row[0], round(row[-4], 6), round(row[-3], 6)) for row in rows],
+        bool(rows and rows[0][-1]),
+        params["common_terms"],
+    )
+
+
+COMMON_TERM_QUERIES = [
+    "zebra tea", "quokka river piano", "marimba cake", "fjord chess cake lisbon", "tea lisbon", "zebra vault deploy",
+    "quokka coffee", "marimba train review", "fjord billing", "zebra quokka cake", "piano fjord", "chess marimba tea",
+    # common terms that together outscore a rare one
+    "zebra tea coffee vault deploy lisbon billing", "quokka river train piano chess cake review",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("categories", [None, ["preference"]])
+def test_a_search_that_leaves_common_terms_unread_finds_what_reading_every_term_finds(
+    tenant, settings, monkeypatch, categories
+):
+    store_common_and_rare_words(tenant)
+    monkeypatch.setattr("facts.selectors.NEAREST_REACH", 1)  # a bound that often fails, so both ways are taken
+    reads = {"complete": 0, "read again": 0}
+    rng = np.random.default_rng(31)
+    embedded = [(query, embed_query(query, tenant=tenant, user_id="u1")) for query in COMMON_TERM_QUERIES]
+    # And vectors unrelated to the words: the facts richest in common terms are then not among the nearest.
+    unrelated = [(query, rng.normal(size=len(vector))) for query, vector in embedded]
+    for query, vector in embedded + unrelated:
+        settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 10**9  # every term's entries read
+        every_term, _, _ = candidates(tenant, query, vector, categories=categories)
+        found = searched(tenant, query, vector, categories=categories)
+        scanned = searched(
+            tenant, query, vector, categories=categories, occurred_before=datetime(3000, 1, 1, tzinfo=UTC)
+        )
+        settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20  # the twelve words are common, the rare ones not
+
+        bounded, complete, common = candidates(tenant, query, vector, categories=categories)
+
+        assert common, query
+        reads["complete" if complete else "read again"] += 1
+        if complete:
+            assert bounded == every_term, query
+        assert searched(tenant, query, vector, categories=categories) == found == scanned, query
+    # Both ways were taken: the pool found without the common terms' entries, and the statement run again.
+    assert reads["complete"] >= 3, reads
+    assert reads["read again"] >= 3, reads
+
+
+def test_the_common_terms_entries_are_not_read(tenant, settings):
+    store_common_and_rare_words(tenant)
+    settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20
+    query = "zebra tea"
+    sql, params = facts_search_statement(
+        tenant=tenant, user_id="u1", query=query, vector=embed_query(query, tenant=tenant, user_id="u1")
+    )
+
+    plan = explained(sql, params)
+
+    assert params["common_terms"] == [1]  # "tea": its document frequency from the counts
+    assert params["entries1"] == Fact.objects.filter(user_id="u1", content__contains="tea").count() > 20
+    ctes = {node["Subplan Name"]: node for node in plan_nodes(plan) if "Subplan Name" in node}
+    assert ctes["CTE matched"]["Actual Rows"] == 5  # u1's facts with "zebra", not the ~100 with "tea"
+    assert ctes["CTE nearest"]["Actual Rows"] == NEAREST_REACH * params["pool"]
+
+
+def test_a_keyword_only_search_reads_every_terms_entries(tenant, settings):
+    """Its pool is the best keyword scores alone, most of which a common term's entries would hold."""
+    store_common_and_rare_words(tenant)
+    settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20
+
+    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="zebra tea", vector=None)
+
+    assert params["common_terms"] == []
+    assert searched(tenant, "zebra tea", None) == searched(
+        tenant, "zebra tea", None, occurred_before=datetime(3000, 1, 1, tzinfo=UTC)
+    )
+
+
+def test_a_phrase_term_is_read_however_many_facts_hold_it(tenant, settings):
+    """A CJK pair is a phrase of two lexemes, which FactSearchTerm does not count: its facts are read and counted."""
+    store(tenant, [f"周末喜欢喝茶 {n}" for n in range(40)] + ["我住在柏林"])
+    settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20
+    vector = embed_query("喝茶 柏林", tenant=tenant, user_id="u1")
+
+    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="喝茶 柏林", vector=vector)
+
+    assert params["common_terms"] == []
+    assert searched(tenant, "喝茶 柏林", vector) == searched(
+        tenant, "喝茶 柏林", vector, occurred_before=datetime(3000, 1, 1, tzinfo=UTC)
+    )

@@ -1,15 +1,16 @@
 """FactSearchEntry, the narrow copy of each searchable fact, stays in step with facts_fact through every kind of
-write (the triggers of migration facts/0013), and FactSearchCount with the entries (facts/0015): compared row by row
-with what they must hold."""
+write (the triggers of migration facts/0013), and FactSearchCount and FactSearchTerm with the entries (facts/0015,
+facts/0018): compared row by row with what they must hold."""
 
 import threading
+from collections import Counter
 
 import numpy as np
 import pytest
 from django.db import connection
 from django.db.models import Count
 
-from facts.models import Fact, FactSearchCount, FactSearchEntry
+from facts.models import Fact, FactSearchCount, FactSearchEntry, FactSearchTerm
 from facts.selectors import facts_search, search_scope_lexeme
 from facts.services import fact_delete, fact_reject, fact_remember, fact_update, facts_import, facts_record_usage
 from tenancy.services import tenant_create
@@ -63,8 +64,26 @@ def stored_counts() -> dict[tuple, int]:
     return {tuple(row[:-1]): row[-1] for row in FactSearchCount.objects.values_list(*COUNT_KEY, "entries")}
 
 
+def counted_terms() -> dict[tuple, int]:
+    """What FactSearchTerm must hold: per key and lexeme of the entries' keywords (the user's scope lexeme left
+    out), the entries holding it, counted here."""
+    terms = Counter()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {', '.join(COUNT_KEY)}, tsvector_to_array(keywords) FROM facts_factsearchentry")
+        for *key, lexemes in cursor.fetchall():
+            scope = search_scope_lexeme(key[0], key[1])
+            terms.update((*key, lexeme) for lexeme in lexemes if lexeme != scope)
+    return dict(terms)
+
+
+def stored_terms() -> dict[tuple, int]:
+    rows = FactSearchTerm.objects.values_list(*COUNT_KEY, "lexeme", "entries")
+    return {tuple(row[:-1]): row[-1] for row in rows}
+
+
 def assert_in_step():
     assert stored_counts() == counted_entries()
+    assert stored_terms() == counted_terms()
     stored, expected = stored_entries(), expected_entries()
     assert stored.keys() == expected.keys()
     for fact_id, entry in stored.items():
@@ -162,9 +181,11 @@ def test_concurrent_writers_of_the_same_users_keep_the_counts(tenant):
     assert errors == []
     assert stored_counts() == counted_entries()
     assert FactSearchCount.objects.get(tenant=tenant, user_id="a", status="active").entries == 20
+    assert stored_terms() == counted_terms()
+    assert FactSearchTerm.objects.get(tenant=tenant, user_id="a", lexeme="note").entries == 20
 
 
-def test_a_users_counts_go_with_their_last_fact(tenant):
+def test_a_users_counts_and_words_go_with_their_last_fact(tenant):
     [kept, gone] = facts_import(
         tenant=tenant,
         facts=[{"user_id": "u1", "content": "Drinks tea"}, {"user_id": "u2", "content": "Drinks coffee"}],
@@ -174,8 +195,12 @@ def test_a_users_counts_go_with_their_last_fact(tenant):
     fact_delete(tenant=tenant, fact_id=gone.pk, actor="test")
 
     assert list(FactSearchCount.objects.values_list("user_id", "entries")) == [("u1", 1)]
+    terms = set(FactSearchTerm.objects.values_list("user_id", "lexeme", "entries"))
+    assert {user for user, _, _ in terms} == {"u1"}
+    assert {("u1", "drink", 1), ("u1", "tea", 1)} <= terms
     fact_reject(tenant=tenant, fact_id=kept.pk, actor="test")
     assert not FactSearchCount.objects.exists()
+    assert not FactSearchTerm.objects.exists()  # no word of a fact outlives it
 
 
 def test_writes_leave_nothing_pending_in_the_keyword_index(tenant):

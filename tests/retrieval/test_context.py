@@ -31,7 +31,7 @@ def usage(tenant) -> dict[str, int]:
 
 def active_counts(queries) -> int:
     """The cold-start counts (facts_active_count) among captured queries."""
-    return sum('"facts_factsearchcount"' in query["sql"] for query in queries)
+    return sum('AS "active" FROM "facts_factsearchcount"' in query["sql"] for query in queries)
 
 
 def test_context_lists_relevant_facts_with_citations(tenant, facts):
