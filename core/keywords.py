@@ -92,23 +92,23 @@ class KeywordQuery:
 
     def idf_sum(self, alias: str = "") -> str:
         """The summed IDF of the terms a row matches (`alias` names the row holding the match columns)."""
-        if not len(self):
-            return "0::float8"
-        return "(" + " + ".join(f"CASE WHEN {name} THEN idf{n} ELSE 0::float8 END"
-                                for n, name in enumerate(self.match_names(alias))) + ")"  # fmt: skip
+        return _summed_idf(self.match_names(alias))
 
     def idf_sum_matching(self, column: str) -> str:
         """The summed IDF of the terms the tsvector `column` matches (for rows read without match columns)."""
-        if not len(self):
-            return "0::float8"
-        return "(" + " + ".join(f"CASE WHEN {column} @@ {self.term(n)} THEN idf{n} ELSE 0::float8 END"
-                                for n in range(len(self))) + ")"  # fmt: skip
+        return _summed_idf(f"{column} @@ {self.term(n)}" for n in range(len(self)))
 
     def score(self, bm25: Bm25, *, alias: str = "", length: str = "", average_length: str = "") -> str:
         """A row's BM25 score: its summed IDF times the length factor (length SQL only needed when b > 0)."""
         if not bm25.b:
             return self.idf_sum(alias)
         return f"({self.idf_sum(alias)} * {bm25.length_factor(length, average_length)})"
+
+
+def _summed_idf(matches: Iterable[str]) -> str:
+    """The sum of idf<n> over the terms whose match condition (the n-th of `matches`) holds."""
+    cases = [f"CASE WHEN {match} THEN idf{n} ELSE 0::float8 END" for n, match in enumerate(matches)]
+    return "(" + " + ".join(cases) + ")" if cases else "0::float8"
 
 
 def scored_rows(*, keywords: KeywordQuery, bm25: Bm25, table: str, where: str, vector_score: str) -> str:

@@ -9,11 +9,15 @@ from django.db import migrations, models
 # migration 0015's, so that concurrent writers lock rows alike), and drop the rows that reach 0, each found through
 # the key's index (a join could scan every user's rows).
 KEY = "tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector"
-LEXEMES = """SELECT {key}, 1 AS change FROM {rows} e, unnest(tsvector_to_array(e.keywords)) AS lexeme
-        WHERE lexeme <> 'zs' || md5(e.tenant_id::text || ':' || e.user_id)"""
 ROW_KEY = ", ".join("lexeme" if column == "lexeme" else f"e.{column}" for column in KEY.split(", "))
-ADDED = LEXEMES.format(key=ROW_KEY, rows="{rows}")
-REMOVED = ADDED.replace("1 AS change", "-1 AS change")
+
+
+def lexemes(rows: str, change: int) -> str:
+    """Each lexeme of each entry of `rows` under its key, counted `change`."""
+    return f"""SELECT {ROW_KEY}, {change} AS change FROM {rows} e, unnest(tsvector_to_array(e.keywords)) AS lexeme
+        WHERE lexeme <> 'zs' || md5(e.tenant_id::text || ':' || e.user_id)"""
+
+
 ADD_CHANGES = f"""
     INSERT INTO facts_factsearchterm AS t ({KEY}, entries)
     SELECT {KEY}, sum(change) FROM ({{changes}}) changes
@@ -26,12 +30,12 @@ DROP_EMPTIED = f"""
         SELECT t.id FROM (SELECT DISTINCT {KEY} FROM ({{removed}}) removed) k
         CROSS JOIN LATERAL (SELECT id FROM facts_factsearchterm t WHERE {SAME_KEY} AND t.entries = 0) t
     ));"""
-ON_INSERT = ADD_CHANGES.format(changes=ADDED.format(rows="inserted_entries"))
+ON_INSERT = ADD_CHANGES.format(changes=lexemes("inserted_entries", 1))
 ON_UPDATE = ADD_CHANGES.format(
-    changes=f"{ADDED.format(rows='new_entries')} UNION ALL {REMOVED.format(rows='old_entries')}"
-) + DROP_EMPTIED.format(removed=REMOVED.format(rows="old_entries"))
-ON_DELETE = ADD_CHANGES.format(changes=REMOVED.format(rows="deleted_entries")) + DROP_EMPTIED.format(
-    removed=REMOVED.format(rows="deleted_entries")
+    changes=f"{lexemes('new_entries', 1)} UNION ALL {lexemes('old_entries', -1)}"
+) + DROP_EMPTIED.format(removed=lexemes("old_entries", -1))
+ON_DELETE = ADD_CHANGES.format(changes=lexemes("deleted_entries", -1)) + DROP_EMPTIED.format(
+    removed=lexemes("deleted_entries", -1)
 )
 
 TRIGGERS = f"""
@@ -59,7 +63,7 @@ CREATE TRIGGER facts_search_term_deleted AFTER DELETE ON facts_factsearchentry
     REFERENCING OLD TABLE AS deleted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_term_deleted();
 
 INSERT INTO facts_factsearchterm ({KEY}, entries)
-SELECT {KEY}, sum(change) FROM ({ADDED.format(rows="facts_factsearchentry")}) entries GROUP BY {KEY};
+SELECT {KEY}, sum(change) FROM ({lexemes("facts_factsearchentry", 1)}) entries GROUP BY {KEY};
 """
 
 DROP_TRIGGERS = """

@@ -259,7 +259,7 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     ctes = {node["Subplan Name"].removeprefix("CTE "): node for node in nodes if "Subplan Name" in node}
     assert params["entries"] == 530  # the user's N, read before from its counts, not from its entries
     scans = {node["Node Type"] for node in nodes if node.get("Relation Name", "").startswith("facts_")}
-    assert "Seq Scan" not in scans  # (the gate's pg_class row may be read by one: a catalog, not ours)
+    assert "Seq Scan" not in scans
     # A small user (530 facts): the exact top-N sort of its entries, not the HNSW graph.
     assert indexes_used(ctes["nearest"]) == {"factsearch_tenant_user_status"}
     assert ctes["nearest"]["Actual Rows"] == params["pool"]  # the user's nearest entries, each once
@@ -378,9 +378,6 @@ def store_common_and_rare_words(tenant) -> None:
     store(tenant, ["tea zebra quokka"] * 60, user_id="someone-else")
 
 
-COMMON_TERM_QUERIES = ["zebra tea", "quokka river piano", "marimba cake", "fjord chess cake lisbon", "tea lisbon"]
-
-
 def searched(tenant, query, vector, **options) -> list[tuple]:
     hits = facts_search(
         tenant=tenant, user_id="u1", query=query, vector=vector, keyword_only=vector is None, limit=8, **options
@@ -465,7 +462,7 @@ def test_a_keyword_only_search_reads_every_terms_entries(tenant, settings):
     store_common_and_rare_words(tenant)
     settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20
 
-    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="zebra tea", vector=None)
+    _, params = facts_search_statement(tenant=tenant, user_id="u1", query="zebra tea", vector=None)
 
     assert params["common_terms"] == []
     assert searched(tenant, "zebra tea", None) == searched(
@@ -479,7 +476,7 @@ def test_a_phrase_term_is_read_however_many_facts_hold_it(tenant, settings):
     settings.FACTS_SEARCH_COMMON_TERM_ENTRIES = 20
     vector = embed_query("喝茶 柏林", tenant=tenant, user_id="u1")
 
-    sql, params = facts_search_statement(tenant=tenant, user_id="u1", query="喝茶 柏林", vector=vector)
+    _, params = facts_search_statement(tenant=tenant, user_id="u1", query="喝茶 柏林", vector=vector)
 
     assert params["common_terms"] == []
     assert searched(tenant, "喝茶 柏林", vector) == searched(
