@@ -348,11 +348,11 @@ def facts_search_statement(
 
 
 # The same search over the narrow copies of the current facts (FactSearchEntry), touching only what can rank: the
-# user's `pool` nearest entries by their half-precision vectors (btree on (tenant, user_id, status), a top-N sort),
-# and the entries matching a query term (GIN: the scope lexeme AND any term), with N read before (SearchStatistics).
-# An entry in neither scores below every one of the `pool` nearest (no keyword score, a lower vector score), so the
-# best `pool` of the two sets are the best of all; they are re-scored with their full vectors before the best
-# `candidates` are kept, as the exact scan keeps them.
+# user's `nearest` entries by their half-precision vectors (at least `pool` of them; btree on (tenant, user_id,
+# status), a top-N sort), and the entries matching a query term (GIN: the scope lexeme AND any term), with N read
+# before (SearchStatistics). An entry in neither scores below every one of the nearest (no keyword score, a lower
+# vector score), so the best `pool` of the two sets are the best of all; they are re-scored with their full vectors
+# before the best `candidates` are kept, as the exact scan keeps them.
 # A common term's entries (more than FACTS_SEARCH_COMMON_TERM_ENTRIES of the user's hold it; a name is in ~1,400
 # of a 10k user's LoCoMo turns, reading them was most of the statement) are not read: its document frequency
 # comes from FactSearchTerm, and an unread entry holds common terms only, so it scores at most their summed IDF

@@ -254,8 +254,8 @@ FACTS_SEARCH_GRAPH_MIN_ENTRIES = env.int("FACTS_SEARCH_GRAPH_MIN_ENTRIES", defau
 FACTS_SEARCH_GRAPH_MIN_SHARE = env.float("FACTS_SEARCH_GRAPH_MIN_SHARE", default=0.05)
 FACTS_SEARCH_EF_SEARCH = env.int("FACTS_SEARCH_EF_SEARCH", default=100)
 # A query term held by more of the user's facts than this is "common": its facts are read only when they could
-# rank (facts.selectors._ENTRIES_SQL), which at 10k facts spares reading the ~1,400 that hold a name. 800 measured
-# best at 10k LoCoMo turns (p50 / p95 ms, 400: 8.6 / 22.1, 800: 7.8 / 12.6, 1,200: 9.8 / 16.4; all read: 11.5 / 18.3).
+# rank (facts.selectors._ENTRIES_SQL), which at 10k facts spares reading the ~1,400 that hold a name. Measured at
+# 10k LoCoMo turns, p50 / p95 ms: 600 7.9 / 13.0, 800 7.8 / 12.6; every term read 11.5 / 18.3 (docs/benchmarks.md).
 FACTS_SEARCH_COMMON_TERM_ENTRIES = env.int("FACTS_SEARCH_COMMON_TERM_ENTRIES", default=800)
 
 # --- Facts stored while the embedding provider fails (issue 17, outage) -------------------------------------------
