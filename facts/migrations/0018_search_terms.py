@@ -7,7 +7,9 @@ from django.db import migrations, models
 # entries hold the lexeme (the user's scope lexeme left out). The three statement-level triggers below add the net
 # change each INSERT, UPDATE and DELETE of facts_factsearchentry makes per key (an upsert in key order, as
 # migration 0015's, so that concurrent writers lock rows alike), and drop the rows that reach 0, each found through
-# the key's index (a join could scan every user's rows).
+# the key's index (a join could scan every user's rows). Each trigger first takes a lock per user whose words the
+# statement changes (in one order), held to the end of the transaction: a transaction that changes a user's words in
+# two statements would otherwise hold one word's row while another writer, holding a second, waits for it.
 KEY = "tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector"
 ROW_KEY = ", ".join("lexeme" if column == "lexeme" else f"e.{column}" for column in KEY.split(", "))
 
@@ -30,12 +32,24 @@ DROP_EMPTIED = f"""
         SELECT t.id FROM (SELECT DISTINCT {KEY} FROM ({{removed}}) removed) k
         CROSS JOIN LATERAL (SELECT id FROM facts_factsearchterm t WHERE {SAME_KEY} AND t.entries = 0) t
     ));"""
-ON_INSERT = ADD_CHANGES.format(changes=lexemes("inserted_entries", 1))
-ON_UPDATE = ADD_CHANGES.format(
-    changes=f"{lexemes('new_entries', 1)} UNION ALL {lexemes('old_entries', -1)}"
-) + DROP_EMPTIED.format(removed=lexemes("old_entries", -1))
-ON_DELETE = ADD_CHANGES.format(changes=lexemes("deleted_entries", -1)) + DROP_EMPTIED.format(
-    removed=lexemes("deleted_entries", -1)
+USERS_LOCKED = """
+    PERFORM pg_advisory_xact_lock(hashtext('facts_factsearchterm'), user_key) FROM (
+        SELECT DISTINCT hashtext(tenant_id::text || ':' || user_id) AS user_key FROM ({rows}) entries ORDER BY 1
+    ) users;"""
+ON_INSERT = USERS_LOCKED.format(rows="SELECT tenant_id, user_id FROM inserted_entries") + ADD_CHANGES.format(
+    changes=lexemes("inserted_entries", 1)
+)
+ON_UPDATE = (
+    USERS_LOCKED.format(
+        rows="SELECT tenant_id, user_id FROM new_entries UNION ALL SELECT tenant_id, user_id FROM old_entries"
+    )
+    + ADD_CHANGES.format(changes=f"{lexemes('new_entries', 1)} UNION ALL {lexemes('old_entries', -1)}")
+    + DROP_EMPTIED.format(removed=lexemes("old_entries", -1))
+)
+ON_DELETE = (
+    USERS_LOCKED.format(rows="SELECT tenant_id, user_id FROM deleted_entries")
+    + ADD_CHANGES.format(changes=lexemes("deleted_entries", -1))
+    + DROP_EMPTIED.format(removed=lexemes("deleted_entries", -1))
 )
 
 TRIGGERS = f"""

@@ -3,11 +3,12 @@ write (the triggers of migration facts/0013), and FactSearchCount and FactSearch
 facts/0018): compared row by row with what they must hold."""
 
 import threading
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count
 
 from facts.models import Fact, FactSearchCount, FactSearchEntry, FactSearchTerm
@@ -183,6 +184,58 @@ def test_concurrent_writers_of_the_same_users_keep_the_counts(tenant):
     assert FactSearchCount.objects.get(tenant=tenant, user_id="a", status="active").entries == 20
     assert stored_terms() == counted_terms()
     assert FactSearchTerm.objects.get(tenant=tenant, user_id="a", lexeme="note").entries == 20
+
+
+def wait_until_blocked(pid: int) -> None:
+    """Until the backend `pid` waits for a lock (at most 10 s)."""
+    deadline = time.monotonic() + 10
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute("SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", [pid])
+            if (cursor.fetchone() or [None])[0] == "Lock":
+                return
+            time.sleep(0.01)
+    raise AssertionError(f"backend {pid} never waited for a lock")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_writers_of_one_users_words_queue_instead_of_deadlocking(tenant):
+    """One transaction changes the user's words in two statements (as edits inside one transaction do), the other in
+    one statement holding both words: each would hold a word's row the other needs, were the user's words not
+    locked as a whole first."""
+    [cello, alpacas] = facts_import(
+        tenant=tenant,
+        facts=[{"user_id": "u1", "content": "Plays the cello"}, {"user_id": "u1", "content": "Reads about alpacas"}],
+        actor="test",
+    )
+    errors, importer_pid, importer_ready = [], [], threading.Event()
+
+    def importer() -> None:  # its statement takes "alpaca", then "theremin", the words the other transaction changes
+        try:
+            connection.ensure_connection()
+            importer_pid.append(connection.connection.info.backend_pid)
+            importer_ready.set()
+            facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": "Alpacas and theremins"}], actor="test")
+        except Exception as exc:  # noqa: BLE001 - reported below, from the test's thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=importer)
+    try:
+        with transaction.atomic():
+            fact_update(tenant=tenant, fact_id=cello.pk, actor="test", content="Plays the theremin")
+            thread.start()
+            importer_ready.wait(10)
+            wait_until_blocked(importer_pid[0])
+            fact_update(tenant=tenant, fact_id=alpacas.pk, actor="test", content="Reads about llamas")
+    except Exception as exc:  # noqa: BLE001 - a deadlock aborts one of the two
+        errors.append(exc)
+    thread.join()
+
+    assert errors == []
+    assert stored_terms() == counted_terms()
+    assert FactSearchTerm.objects.get(tenant=tenant, user_id="u1", lexeme="theremin").entries == 2
 
 
 def test_a_users_counts_and_words_go_with_their_last_fact(tenant):
