@@ -283,8 +283,9 @@ def facts_search_statement(
     read_every_term: bool = False,
 ) -> tuple[str, dict]:
     """The statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks).
-    Without a vector: keywords alone, over the facts sharing a term with the query. params["common_terms"] lists
-    the terms whose entries it does not read; read_every_term builds the one that reads them all.
+    Without a vector: keywords alone, over the facts sharing a term with the query. A search of the current facts
+    reads the user's statistics first (one statement, SearchStatistics); params["common_terms"] lists the terms
+    whose entries it then does not read, and read_every_term builds the statement that reads them all.
 
     A search of the current facts reads their narrow copies (FactSearchEntry, _ENTRIES_SQL); one in the past
     (as_of), by when facts occurred, or with BM25 length normalisation scans the user's facts_fact rows (_SEARCH_SQL).

@@ -12,6 +12,7 @@ from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
 from facts.selectors import NEAREST_REACH, facts_search, facts_search_statement, graph_settings
 from facts.services import fact_reject, fact_remember, facts_import
+from tenancy.services import tenant_create
 
 pytestmark = pytest.mark.django_db
 
@@ -367,7 +368,7 @@ def test_the_entries_give_the_candidates_and_scores_of_the_exact_scan(tenant, wi
 
 def store_common_and_rare_words(tenant) -> None:
     """u1's 300 facts of four words each from twelve (each word in ~100 of them), 20 of them with a rare word too;
-    facts of another user with the same words, which u1's counts must not include."""
+    facts of another user and of another tenant's u1 with the same words, which u1's counts must not include."""
     rng = np.random.default_rng(29)
     common = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
     rare = ["zebra", "quokka", "marimba", "fjord"]
@@ -376,6 +377,8 @@ def store_common_and_rare_words(tenant) -> None:
     store(tenant, contents[:150])
     store(tenant, contents[150:], category="preference")
     store(tenant, ["tea zebra quokka"] * 60, user_id="someone-else")
+    other, _ = tenant_create(name="other")
+    store(other, ["tea zebra marimba fjord"] * 60)
 
 
 def searched(tenant, query, vector, **options) -> list[tuple]:
@@ -451,7 +454,7 @@ def test_the_common_terms_entries_are_not_read(tenant, settings):
     plan = explained(sql, params)
 
     assert params["common_terms"] == [1]  # "tea": its document frequency from the counts
-    assert params["entries1"] == Fact.objects.filter(user_id="u1", content__contains="tea").count() > 20
+    assert params["entries1"] == Fact.objects.filter(tenant=tenant, user_id="u1", content__contains="tea").count() > 20
     ctes = {node["Subplan Name"]: node for node in plan_nodes(plan) if "Subplan Name" in node}
     assert ctes["CTE matched"]["Actual Rows"] == 5  # u1's facts with "zebra", not the ~100 with "tea"
     assert ctes["CTE nearest"]["Actual Rows"] == NEAREST_REACH * params["pool"]
