@@ -143,6 +143,31 @@ def test_the_servers_tuning_applies_random_page_cost_at_once_and_shared_buffers_
     assert (first, second) == ("('128MB', '1.5')", "('160MB', '1.5')")
 
 
+@pytest.mark.parametrize(
+    ("machine_gb", "cgroup_limits", "wanted"),
+    [
+        (24, [], "6144MB"),  # a quarter of the machine, beyond the 2 GB that kept a million chunks out
+        (24, ["max", "9223372036854771712"], "6144MB"),  # cgroups that say "no limit" in their two ways
+        (24, [str(4 * 2**30)], "1024MB"),  # a container's limit, not the machine's memory
+        (0.25, [], "128MB"),  # never below PostgreSQL's own default
+    ],
+)
+def test_shared_buffers_by_default_are_a_quarter_of_the_memory_the_server_may_use(
+    tmp_path, monkeypatch, machine_gb, cgroup_limits, wanted
+):
+    from memoryproject.embedded_postgres import server
+
+    monkeypatch.delenv("EMBEDDED_PG_SHARED_BUFFERS", raising=False)
+    monkeypatch.setattr(server.psutil, "virtual_memory", lambda: type("Memory", (), {"total": int(machine_gb * 2**30)}))
+    paths = []
+    for n, limit in enumerate(cgroup_limits):
+        paths.append(tmp_path / f"limit-{n}")
+        paths[-1].write_text(f"{limit}\n")
+    monkeypatch.setattr(server, "CGROUP_MEMORY_LIMITS", [*map(str, paths), str(tmp_path / "absent")])
+
+    assert server.shared_buffers_wanted() == wanted
+
+
 def manage(*args: str, data_dir: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "EMBEDDED_PG_DATA_DIR": data_dir, "DJANGO_SETTINGS_MODULE": "memoryproject.settings"}
     env.pop("DATABASE_URL", None)

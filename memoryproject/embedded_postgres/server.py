@@ -261,14 +261,30 @@ def _failure_cause(exc: Exception, data_dir: Path) -> str:
 
 
 def shared_buffers_wanted() -> str:
-    """EMBEDDED_PG_SHARED_BUFFERS, or by default a quarter of the machine's memory between 128 MB and 2 GB. PostgreSQL's
-    own default, 128 MB, keeps a 100k-chunk knowledge base on disk: kb_search p50 98 -> 56 ms, p95 182 -> 112 ms
-    with 2 GB (bench/kb.py's corpus, one run, interleaved)."""
+    """EMBEDDED_PG_SHARED_BUFFERS, or by default a quarter of the memory the server may use (at least 128 MB).
+    PostgreSQL's own default, 128 MB, kept a 100k-chunk knowledge base on disk (kb_search p50 98 -> 56 ms with 2 GB);
+    a 2 GB cap kept most of a million chunks out (bench/kb.py's hash corpus, p95 197-243 ms, 119-152 with 6 GB)."""
     wanted = os.environ.get("EMBEDDED_PG_SHARED_BUFFERS", "auto")
     if wanted != "auto":
         return wanted
-    quarter_mb = psutil.virtual_memory().total // 4 // 2**20
-    return f"{max(128, min(quarter_mb, 2048))}MB"
+    return f"{max(128, memory_available() // 4 // 2**20)}MB"
+
+
+# A container's memory limit, cgroup v2 then v1; the machine's memory is no measure of what it may use.
+CGROUP_MEMORY_LIMITS = ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+
+
+def memory_available() -> int:
+    """Bytes of memory this process may use: the machine's, or its container's limit when that is lower."""
+    total = psutil.virtual_memory().total
+    for path in CGROUP_MEMORY_LIMITS:
+        try:
+            limit = Path(path).read_text().strip()
+        except OSError:
+            continue
+        if limit.isdigit():  # "max" (v2) is no limit; v1 says none with a huge number, which min() ignores
+            total = min(total, int(limit))
+    return total
 
 
 def settings_wanted() -> dict[str, str]:

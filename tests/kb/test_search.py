@@ -469,3 +469,30 @@ def test_patterns_are_read_nearest_first_within_what_the_rare_terms_left_to_read
 
     assert sql.count("ORDER BY (embedding <=> %(vector)s::vector) + 0, id") == nearest_first
     assert "<=>" not in keyword_only
+
+
+def test_what_the_search_reads_of_a_chunk_stays_inline_and_its_texts_make_room(tenant):
+    # The README is real prose and code: its 400-token chunks are what a knowledge base holds. The search reads
+    # every matching chunk's vector and tsvector, and only the returned chunks' texts (migration kb 0010).
+    if connection.pg_version < 170000:
+        pytest.skip("pg_column_toast_chunk_id, which tells where a value is stored, needs PostgreSQL 17+")
+    index(tenant, "README.md", (settings.BASE_DIR / "README.md").read_text())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT count(*),
+                   count(*) FILTER (WHERE pg_column_toast_chunk_id(embedding) IS NOT NULL
+                                       OR pg_column_compression(embedding) IS NOT NULL
+                                       OR pg_column_toast_chunk_id(search_vector) IS NOT NULL
+                                       OR pg_column_compression(search_vector) IS NOT NULL),
+                   count(*) FILTER (WHERE pg_column_toast_chunk_id(text) IS NULL AND pg_column_compression(text) IS NULL
+                                       AND pg_column_toast_chunk_id(search_text) IS NULL
+                                       AND pg_column_compression(search_text) IS NULL)
+            FROM kb_kbchunk WHERE tenant_id = %s AND token_count >= 300
+            """,
+            [tenant.pk],
+        )
+        long_chunks, search_columns_moved, texts_kept_whole = cursor.fetchone()
+    assert long_chunks >= 20
+    assert search_columns_moved == 0
+    assert texts_kept_whole == 0
