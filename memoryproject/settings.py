@@ -255,7 +255,8 @@ FACTS_SEARCH_GRAPH_MIN_SHARE = env.float("FACTS_SEARCH_GRAPH_MIN_SHARE", default
 FACTS_SEARCH_EF_SEARCH = env.int("FACTS_SEARCH_EF_SEARCH", default=100)
 # A query term held by more of the user's facts than this is "common": its facts are read only when they could
 # rank (facts.selectors._ENTRIES_SQL), which at 10k facts spares reading the ~1,400 that hold a name. Measured at
-# 10k LoCoMo turns, p50 / p95 ms: 600 7.9 / 13.0, 800 7.8 / 12.6; every term read 11.5 / 18.3 (docs/benchmarks.md).
+# 10k LoCoMo turns, interleaved, p50 / p95 ms in two runs: 600 10.3 / 17.7 and 9.1 / 14.3, 800 10.5 / 15.4 and
+# 9.1 / 14.4, 1,200 11.4 / 17.0 and 10.2 / 14.8, every term read 13.9 / 23.3 and 12.3 / 19.4 (docs/benchmarks.md).
 FACTS_SEARCH_COMMON_TERM_ENTRIES = env.int("FACTS_SEARCH_COMMON_TERM_ENTRIES", default=800)
 
 # --- Facts stored while the embedding provider fails (issue 17, outage) -------------------------------------------
