@@ -26,6 +26,17 @@ CONTEXT_KEYS = {f"context_p50_ms_{size}": f"search_e2e_p50_ms_{size}" for size i
 # Measured once per run: disk per 1,000 memories after seeding, and the resident memory (MB) of a process holding
 # the system with its model loaded.
 FOOTPRINT_KEYS = ("disk_kb_per_1000_memories", "rss_mb")
+# The product's store side taken apart (its phases store_split_1k / _10k; bench/report.py ProductSystem.store_split):
+# search_store_split_ms_<size> holds the p50 of each part, as ms.
+SPLIT_PARTS = {
+    "after_embedding": "facts_search, the query's vector given, right after embedding it (as the store side runs)",
+    "facts_search": "the same again, hot (right after the query's own search)",
+    "statistics": "facts_search_statement: the statistics statement, and building the search statement",
+    "statement": "the search statement, sent to fetched",
+    "server_planning": "of which the server's planning (EXPLAIN ANALYZE)",
+    "server_execution": "of which its execution",
+    "rest": "the rest: scoring, MMR, building the facts (facts_search - the two above, per query)",
+}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 CORE_CATEGORIES = (1, 2, 3, 4)
 
@@ -65,6 +76,7 @@ def system_figures(rounds: list[dict], system: str, recall: dict | None = None) 
         figures[f"search_e2e_p95_ms_{size}"] = percentile(e2e, 0.95)
         contexts = [value for context in pooled(rounds, system, f"context_{size}") for value in context["e2e_ms"]]
         figures[f"context_p50_ms_{size}"] = median(contexts)
+        figures[f"search_store_split_ms_{size}"] = store_split_figures(pooled(rounds, system, f"store_split_{size}"))
     embeds = [
         value for size in SIZES for search in pooled(rounds, system, f"search_{size}") for value in search["embed_ms"]
     ]
@@ -77,6 +89,29 @@ def system_figures(rounds: list[dict], system: str, recall: dict | None = None) 
     figures["locomo_recall_at_10"] = recall["recall_at_10"] if recall else None
     figures["locomo_evidence_recall_at_10"] = recall["evidence_recall_at_10"] if recall else None
     return figures
+
+
+def store_split_figures(splits: list[dict]) -> dict[str, float | None] | None:
+    """The p50 of each part of SPLIT_PARTS over the rounds' store_split results (None when none was measured)."""
+    if not splits:
+        return None
+    parts = {
+        "after_embedding": "after_embedding_ms",
+        "facts_search": "total_ms",
+        "statistics": "statistics_ms",
+        "statement": "statement_ms",
+        "server_planning": "planning_ms",
+        "server_execution": "execution_ms",
+    }
+    found = {part: median([value for split in splits for value in split[key]]) for part, key in parts.items()}
+    rests = [
+        total - statistics - statement
+        for split in splits
+        for total, statistics, statement in zip(
+            split["total_ms"], split["statistics_ms"], split["statement_ms"], strict=True
+        )
+    ]
+    return found | {"rest": median(rests)}
 
 
 def _rate(results: list[dict], amount: str, seconds: str) -> float | None:
@@ -207,6 +242,7 @@ def markdown(report: dict, plots: list[str]) -> str:
         "model loaded (a peer's runner after the rounds; for the product a fresh process once it has embedded and "
         "searched, as a web worker or the task worker).",
     ]
+    lines += _store_split_section(systems)
     recall = report["recall"]
     if recall:
         lines += ["", "## LoCoMo recall@10 per category (development split)", ""]
@@ -238,6 +274,34 @@ def markdown(report: dict, plots: list[str]) -> str:
     return "\n".join(lines)
 
 
+def _store_split_section(systems: dict[str, dict]) -> list[str]:
+    """The product's store side taken apart, per size, beside each peer's whole store side of the same size."""
+    product = systems.get("product") or {}
+    sizes = [size for size in SIZES if product.get(f"search_store_split_ms_{size}")]
+    if not sizes:
+        return []
+    peers = [name for name in systems if name != "product"]
+    lines = [
+        "",
+        "## The product's store side, taken apart (p50 ms)",
+        "",
+        "Its search with the query's vector given (embedded first, not timed), query by query in every round, beside "
+        "each peer's whole store side (search minus embedding) of the same size. The parts are timed hot, right "
+        "after the query's own search; the first row runs right after an embedding, as every store side does (the "
+        "model's pass leaves the caches cold for the database and the search).",
+        "",
+        "| part | " + " | ".join(sizes) + " |",
+        "|---" * (1 + len(sizes)) + "|",
+    ]
+    for part, label in SPLIT_PARTS.items():
+        cells = [fmt(product[f"search_store_split_ms_{size}"][part], 2) for size in sizes]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for peer in peers:
+        cells = [fmt(systems[peer].get(f"search_store_p50_ms_{size}"), 2) for size in sizes]
+        lines.append(f"| {LABELS[peer]}: its whole store side | " + " | ".join(cells) + " |")
+    return lines
+
+
 def script_outputs(folder: Path, *, last_lines: int = 60) -> dict[str, str]:
     """{script name: the last lines it printed} from the folder `make bench` writes (one <script>.txt each)."""
     outputs = {}
@@ -255,6 +319,14 @@ def round_summary(phase: str, raw: dict | None, error: str | None = None) -> str
         return (
             f"store p50 {fmt(median(store_side_ms(raw)), 2)} ms, e2e p50 {fmt(median(raw['e2e_ms']), 2)} ms, "
             f"embed p50 {fmt(median(raw['embed_ms']), 2)} ms ({len(raw['e2e_ms'])} queries)"
+        )
+    if phase.startswith("store_split_"):
+        split = store_split_figures([raw]) or {}
+        return (
+            f"facts_search p50 {fmt(split['after_embedding'], 2)} ms after the embedding, "
+            f"{fmt(split['facts_search'], 2)} hot: statistics {fmt(split['statistics'], 2)}, "
+            f"statement {fmt(split['statement'], 2)} (planning {fmt(split['server_planning'], 2)}, execution "
+            f"{fmt(split['server_execution'], 2)}), rest {fmt(split['rest'], 2)} ({len(raw['total_ms'])} queries)"
         )
     if phase.startswith("context_"):
         return f"p50 {fmt(median(raw['e2e_ms']), 2)} ms end to end ({len(raw['e2e_ms'])} queries)"

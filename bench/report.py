@@ -207,6 +207,51 @@ class ProductSystem:
         hits = facts_search(tenant=self.tenant, user_id=user, query=query, limit=limit)
         return [hit.fact.metadata.get("dia_id") for hit in hits]
 
+    def store_split(self, user: str, queries: list[str], warmup: int = 3) -> dict:
+        """The store side taken apart, query by query with its vector given (embedded first, not timed): facts_search
+        right after embedding the query again (untimed), as the paired store side runs it; then, hot, facts_search
+        in all, facts_search_statement (the statistics statement it reads first, and building the search statement),
+        the search statement sent, planned, run and fetched, and from EXPLAIN ANALYZE of the same statement the
+        server's planning and execution. A statement run again (a common term's bound not met) counts in the whole
+        only, so the rest (total - statistics - statement: scoring, MMR, building the facts) holds it too."""
+        from django.db import connection
+
+        from facts.selectors import _fetch_search_rows, facts_search, facts_search_statement, graph_settings
+
+        split: dict[str, list[float]] = {
+            "after_embedding_ms": [], "total_ms": [], "statistics_ms": [], "statement_ms": [], "planning_ms": [],
+            "execution_ms": [],
+        }  # fmt: skip
+        asked = queries[:warmup] + queries
+        vectors = [self.embed_query(query) for query in asked]
+        for index, (query, vector) in enumerate(zip(asked, vectors, strict=True)):
+            options = {"tenant": self.tenant, "user_id": user, "query": query, "vector": vector, "limit": 10}
+            self.embed_query(query)
+            embedded = time.perf_counter()
+            facts_search(**options)
+            started = time.perf_counter()
+            facts_search(**options)
+            searched = time.perf_counter()
+            sql, params = facts_search_statement(**options)
+            built = time.perf_counter()
+            with connection.cursor() as cursor:
+                _fetch_search_rows(cursor, sql, params)
+                fetched = time.perf_counter()
+                prefix, explained = graph_settings(params)
+                cursor.execute(prefix + "EXPLAIN (ANALYZE, SUMMARY, TIMING OFF, FORMAT JSON) " + sql, explained)
+                cursor.nextset()
+                plan = cursor.fetchone()[0]
+            if index < warmup:
+                continue
+            summary = (plan if isinstance(plan, list) else json.loads(plan))[0]
+            split["after_embedding_ms"].append((started - embedded) * 1000)
+            split["total_ms"].append((searched - started) * 1000)
+            split["statistics_ms"].append((built - searched) * 1000)
+            split["statement_ms"].append((fetched - built) * 1000)
+            split["planning_ms"].append(summary["Planning Time"])
+            split["execution_ms"].append(summary["Execution Time"])
+        return split
+
     def context(self, user: str, query: str) -> None:
         from retrieval.context import context_build
 
@@ -270,6 +315,8 @@ class InProcess:
         self.system = system
 
     def run(self, command: dict) -> dict:
+        if command["op"] == "store_split":  # the product's own: its store side taken apart
+            return self.system.store_split(command["user"], command["queries"])
         return _measure.run(self.system, command)
 
     def close(self) -> None:
@@ -389,6 +436,10 @@ def main(argv=None) -> None:
                 ("search_10k", lambda name, q=queries: {"op": "search", "user": "bench-10k", "queries": q}),
                 ("context_1k", lambda name, q=queries: {"op": "context", "user": "bench-1k", "queries": q}),
                 ("context_10k", lambda name, q=queries: {"op": "context", "user": "bench-10k", "queries": q}),
+                ("store_split_1k", lambda name, q=queries: {"op": "store_split", "user": "bench-1k", "queries": q}),
+                ("store_split_10k", lambda name, q=queries: {
+                    "op": "store_split", "user": "bench-10k", "queries": q,
+                }),
                 ("add", lambda name, c=cursor: {
                     "op": "add", "user": "bench-adds", "texts": texts_from(pool, c, mode["adds"]),
                 }),
@@ -410,8 +461,8 @@ def main(argv=None) -> None:
                 for name, system in systems.items():
                     if phase == "search_10k" and name != "product" and skip_10k_peers:
                         continue
-                    if phase.startswith("context_") and name != "product":
-                        continue  # the product's /context: the peers have no such call
+                    if phase.startswith(("context_", "store_split_")) and name != "product":
+                        continue  # the product's /context and its store side taken apart: the peers have neither
                     raw, error = None, None
                     try:
                         raw = system.run(command(name))

@@ -1,5 +1,6 @@
-"""bench/report.py's figures and JSON from given measurements (pure functions: no peers, no database), and its
---help. The benchmark itself is run by `make bench` / `make bench-quick`, never by the suite."""
+"""bench/report.py's figures and JSON from given measurements (pure functions: no peers, no database), its
+--help, and the product's store side taken apart on the database. The benchmark itself is run by `make bench` /
+`make bench-quick`, never by the suite."""
 
 import json
 import subprocess
@@ -142,6 +143,90 @@ def test_the_markdown_report_has_a_row_per_key_and_the_rounds():
     assert "![latency_vs_memories](latency_vs_memories.png)" in text
     assert "- LangGraph: not chosen" in text
     assert "store p50 2.00 ms" in text
+
+
+SPLIT = {
+    "after_embedding_ms": [6.0, 10.0, 8.5],
+    "total_ms": [5.0, 9.0, 7.0],
+    "statistics_ms": [1.0, 1.0, 2.0],
+    "statement_ms": [3.0, 4.0, 4.0],
+    "planning_ms": [0.5, 0.7, 0.6],
+    "execution_ms": [2.0, 3.0, 2.5],
+}
+
+
+def test_the_products_store_side_taken_apart_gives_each_parts_p50_and_the_rest_paired_per_query():
+    # Given: the product's store side taken apart at 1k in one round, beside Mem0's rounds
+    split_round = {"round": 1, "phase": "store_split_1k", "system": "product", "raw": SPLIT}
+    split_round["summary"] = figures.round_summary("store_split_1k", SPLIT)
+    rounds = rounds_of("product") + rounds_of("mem0") + [split_round]
+    for entry in rounds:
+        entry.setdefault("summary", figures.round_summary(entry["phase"], entry["raw"]))
+    settings = {"mode": "quick", "rounds": 2, "queries": 3, "started_at": "now", "seconds": 1.0}
+    # When: the report is built
+    report = figures.build_report(
+        rounds=rounds, recall={}, info={"product": {}, "mem0": {}}, machine={}, settings=settings, skipped=[]
+    )
+    text = figures.markdown(report, [])
+    # Then: each part's p50; the rest is the median of (total - statistics - statement) per query: 1, 4, 1 -> 1
+    # (the medians' difference would be 7 - 1 - 4 = 2)
+    product, mem0 = report["systems"]["product"], report["systems"]["mem0"]
+    assert product["search_store_split_ms_1k"] == {
+        "after_embedding": 8.5,
+        "facts_search": 7.0,
+        "statistics": 1.0,
+        "statement": 4.0,
+        "server_planning": 0.6,
+        "server_execution": 2.5,
+        "rest": 1.0,
+    }
+    assert product["search_store_split_ms_10k"] is None  # not measured
+    assert mem0["search_store_split_ms_1k"] is None
+    # and report.md has a table of them beside each peer's whole store side
+    assert "## The product's store side, taken apart (p50 ms)" in text
+    assert "| the search statement, sent to fetched | 4.00 |" in text
+    assert "| the rest: scoring, MMR, building the facts (facts_search - the two above, per query) | 1.00 |" in text
+    assert "| Mem0 OSS: its whole store side | 2.00 |" in text
+    assert (
+        "facts_search p50 8.50 ms after the embedding, 7.00 hot: statistics 1.00, statement 4.00 (planning 0.60, "
+        "execution 2.50), rest 1.00 (3 queries)" in text
+    )
+
+
+def test_no_store_split_measured_writes_no_such_section():
+    rounds = rounds_of("product")
+    for entry in rounds:
+        entry["summary"] = figures.round_summary(entry["phase"], entry["raw"])
+    report = figures.build_report(
+        rounds=rounds, recall={}, info={"product": {}}, machine={}, settings={"mode": "quick", "rounds": 2,
+        "queries": 3, "started_at": "now", "seconds": 1.0}, skipped=[],
+    )  # fmt: skip
+
+    assert "taken apart" not in figures.markdown(report, [])
+
+
+@pytest.mark.django_db
+def test_the_product_takes_its_store_side_apart_on_the_database(settings):
+    """bench/report.py's product phase on real PostgreSQL: every query timed in each part, the warm-up left out."""
+    import report as bench_report
+
+    from facts.services import facts_import
+
+    settings.EMBEDDING_PROVIDER = "hash"
+    system = bench_report.ProductSystem()
+    facts_import(
+        tenant=system.tenant,
+        facts=[{"user_id": "u1", "content": text} for text in ("Likes green tea", "Lives in Lisbon", "Has a dog")],
+        actor="test",
+    )
+
+    split = system.store_split("u1", ["Where does the user live?", "What does the user drink?"], warmup=1)
+
+    assert set(split) == {
+        "after_embedding_ms", "total_ms", "statistics_ms", "statement_ms", "planning_ms", "execution_ms",
+    }  # fmt: skip
+    assert all(len(values) == 2 for values in split.values())  # the warm-up query is not counted
+    assert all(value > 0 for values in split.values() for value in values)
 
 
 def test_the_other_scripts_outputs_of_make_bench_join_the_markdown(tmp_path):
