@@ -27,7 +27,8 @@ CONTEXT_KEYS = {f"context_p50_ms_{size}": f"search_e2e_p50_ms_{size}" for size i
 # the system with its model loaded.
 FOOTPRINT_KEYS = ("disk_kb_per_1000_memories", "rss_mb")
 # The product's store side taken apart (its phases store_split_1k / _10k; bench/report.py ProductSystem.store_split):
-# search_store_split_ms_<size> holds the p50 of each part, as ms.
+# search_store_split_ms_<size> holds the p50 of each part, as ms; a round's raw result lists "<part>_ms" per query for
+# each part but the rest, which is derived.
 SPLIT_PARTS = {
     "after_embedding": "facts_search, the query's vector given, right after embedding it (as the store side runs)",
     "facts_search": "the same again, hot (right after the query's own search)",
@@ -37,6 +38,7 @@ SPLIT_PARTS = {
     "server_execution": "of which its execution",
     "rest": "the rest: scoring, MMR, building the facts (facts_search - the two above, per query)",
 }
+TIMED_PARTS = tuple(part for part in SPLIT_PARTS if part != "rest")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 CORE_CATEGORIES = (1, 2, 3, 4)
 
@@ -95,20 +97,12 @@ def store_split_figures(splits: list[dict]) -> dict[str, float | None] | None:
     """The p50 of each part of SPLIT_PARTS over the rounds' store_split results (None when none was measured)."""
     if not splits:
         return None
-    parts = {
-        "after_embedding": "after_embedding_ms",
-        "facts_search": "total_ms",
-        "statistics": "statistics_ms",
-        "statement": "statement_ms",
-        "server_planning": "planning_ms",
-        "server_execution": "execution_ms",
-    }
-    found = {part: median([value for split in splits for value in split[key]]) for part, key in parts.items()}
+    found = {part: median([value for split in splits for value in split[f"{part}_ms"]]) for part in TIMED_PARTS}
     rests = [
         total - statistics - statement
         for split in splits
         for total, statistics, statement in zip(
-            split["total_ms"], split["statistics_ms"], split["statement_ms"], strict=True
+            split["facts_search_ms"], split["statistics_ms"], split["statement_ms"], strict=True
         )
     ]
     return found | {"rest": median(rests)}
@@ -321,12 +315,13 @@ def round_summary(phase: str, raw: dict | None, error: str | None = None) -> str
             f"embed p50 {fmt(median(raw['embed_ms']), 2)} ms ({len(raw['e2e_ms'])} queries)"
         )
     if phase.startswith("store_split_"):
-        split = store_split_figures([raw]) or {}
+        split = store_split_figures([raw])
         return (
             f"facts_search p50 {fmt(split['after_embedding'], 2)} ms after the embedding, "
             f"{fmt(split['facts_search'], 2)} hot: statistics {fmt(split['statistics'], 2)}, "
             f"statement {fmt(split['statement'], 2)} (planning {fmt(split['server_planning'], 2)}, execution "
-            f"{fmt(split['server_execution'], 2)}), rest {fmt(split['rest'], 2)} ({len(raw['total_ms'])} queries)"
+            f"{fmt(split['server_execution'], 2)}), rest {fmt(split['rest'], 2)} "
+            f"({len(raw['facts_search_ms'])} queries)"
         )
     if phase.startswith("context_"):
         return f"p50 {fmt(median(raw['e2e_ms']), 2)} ms end to end ({len(raw['e2e_ms'])} queries)"

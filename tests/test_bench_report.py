@@ -147,11 +147,11 @@ def test_the_markdown_report_has_a_row_per_key_and_the_rounds():
 
 SPLIT = {
     "after_embedding_ms": [6.0, 10.0, 8.5],
-    "total_ms": [5.0, 9.0, 7.0],
+    "facts_search_ms": [5.0, 9.0, 7.0],
     "statistics_ms": [1.0, 1.0, 2.0],
     "statement_ms": [3.0, 4.0, 4.0],
-    "planning_ms": [0.5, 0.7, 0.6],
-    "execution_ms": [2.0, 3.0, 2.5],
+    "server_planning_ms": [0.5, 0.7, 0.6],
+    "server_execution_ms": [2.0, 3.0, 2.5],
 }
 
 
@@ -168,7 +168,7 @@ def test_the_products_store_side_taken_apart_gives_each_parts_p50_and_the_rest_p
         rounds=rounds, recall={}, info={"product": {}, "mem0": {}}, machine={}, settings=settings, skipped=[]
     )
     text = figures.markdown(report, [])
-    # Then: each part's p50; the rest is the median of (total - statistics - statement) per query: 1, 4, 1 -> 1
+    # Then: each part's p50; the rest is the median of (facts_search - statistics - statement) per query: 1, 4, 1 -> 1
     # (the medians' difference would be 7 - 1 - 4 = 2)
     product, mem0 = report["systems"]["product"], report["systems"]["mem0"]
     assert product["search_store_split_ms_1k"] == {
@@ -223,7 +223,8 @@ def test_the_product_takes_its_store_side_apart_on_the_database(settings):
     split = system.store_split("u1", ["Where does the user live?", "What does the user drink?"], warmup=1)
 
     assert set(split) == {
-        "after_embedding_ms", "total_ms", "statistics_ms", "statement_ms", "planning_ms", "execution_ms",
+        "after_embedding_ms", "facts_search_ms", "statistics_ms", "statement_ms", "server_planning_ms",
+        "server_execution_ms",
     }  # fmt: skip
     assert all(len(values) == 2 for values in split.values())  # the warm-up query is not counted
     assert all(value > 0 for values in split.values() for value in values)
