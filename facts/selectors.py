@@ -172,6 +172,9 @@ class ScoredFact:
 # default: facts are a sentence long, and penalising longer ones measured worse on LoCoMo (b = 0.75: 0.696
 # recall@10, b = 0: 0.708). Only the best candidates travel back, as whole facts in the same statement, their
 # vectors in pgvector's binary form (parsing the text form of 40 vectors costs more than the scan of 1,000 rows).
+# Here and in the statements below the hits' facts are joined by primary key alone, the tenant checked through no
+# index (`tenant_id + 0`): statistics taken before a tenant's facts arrived estimate it at one row, and the planner
+# then read every fact of the tenant to find the few it returns (a new tenant of 5,000: a search 31.8 -> 12.7 ms).
 _SEARCH_SQL = """
 WITH {scored_rows},
 best AS (
@@ -182,7 +185,7 @@ best AS (
 )
 SELECT {columns}, best.vector_score, best.keyword_score, vector_send(f.embedding) AS embedding_binary,
     true AS complete
-FROM best JOIN facts_fact f ON f.id = best.id AND f.tenant_id = %(tenant)s
+FROM best JOIN facts_fact f ON f.id = best.id AND f.tenant_id + 0 = %(tenant)s
 """
 # What a hit carries back; the text columns only the keyword side needs stay in the database (Django defers them).
 _HIT_FIELDS = [
@@ -382,7 +385,7 @@ pool AS MATERIALIZED (
 ){bound}
 SELECT {columns}, scored.vector_score, scored.keyword_score, vector_send(f.embedding) AS embedding_binary,
     {complete} AS complete
-FROM pool JOIN facts_fact f ON f.id = pool.id AND f.tenant_id = %(tenant)s
+FROM pool JOIN facts_fact f ON f.id = pool.id AND f.tenant_id + 0 = %(tenant)s
 CROSS JOIN LATERAL (SELECT {exact_vector_score} AS vector_score, pool.keyword_score) scored
 ORDER BY %(vector_weight)s * scored.vector_score + %(keyword_weight)s * scored.keyword_score DESC, f.id DESC
 LIMIT %(candidates)s
@@ -499,12 +502,12 @@ def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
 
 
 _NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"
-# facts_nearest's statement: those entries' facts, re-scored with their full vectors.
+# facts_nearest's statement: those entries' facts (by primary key, see _SEARCH_SQL), re-scored with their full vectors.
 _NEIGHBOURS_SQL = f"""
 WITH {_COUNTED_SQL.format(where=_NEIGHBOURS_WHERE)},
 {_nearest_sql(_NEIGHBOURS_WHERE)}
 SELECT {_HIT_COLUMNS}, f.embedding <=> %(vector)s::vector AS distance
-FROM nearest JOIN facts_fact f ON f.id = nearest.id AND f.tenant_id = %(tenant)s
+FROM nearest JOIN facts_fact f ON f.id = nearest.id AND f.tenant_id + 0 = %(tenant)s
 ORDER BY distance, f.id
 LIMIT %(limit)s
 """

@@ -5,12 +5,21 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from ai.services import embed_query
 from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
-from facts.selectors import NEAREST_REACH, facts_search, facts_search_statement, graph_settings
+from facts.selectors import (
+    MIN_CANDIDATES,
+    NEAREST_MARGIN,
+    NEAREST_REACH,
+    facts_nearest,
+    facts_search,
+    facts_search_statement,
+    graph_settings,
+)
 from facts.services import fact_reject, fact_remember, facts_import
 from tenancy.services import tenant_create
 
@@ -269,6 +278,36 @@ def test_the_plan_reads_the_users_entries_by_btree_and_gin_and_only_the_pool_of_
     facts = [node for node in nodes if node.get("Relation Name") == "facts_fact"]
     assert [node["Index Name"] for node in facts] == ["facts_fact_pkey"]
     assert facts[0]["Actual Loops"] == params["pool"]  # whole facts are read for the pool only
+
+
+def facts_rows_read() -> int:
+    """The facts_fact rows this transaction has read so far, by any scan."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(seq_tup_read, 0) + coalesce(idx_tup_fetch, 0) FROM pg_stat_xact_user_tables"
+            " WHERE relid = 'facts_fact'::regclass"
+        )
+        return cursor.fetchone()[0]
+
+
+def test_a_tenant_newer_than_the_tables_statistics_reads_only_the_facts_it_returns(tenant):
+    store(tenant, [f"Note {n} about billing and deploys" for n in range(300)], user_id="someone-else")
+    with connection.cursor() as cursor:  # statistics of a table holding one tenant: any other is estimated at 1 row
+        cursor.execute("ANALYZE facts_fact")
+    newcomer, _ = tenant_create(name="newcomer")
+    store(newcomer, [f"Fact {n} about tea" for n in range(30)] + [f"Fact {n} about cake" for n in range(500)])
+    vector = embed_query("tea", tenant=newcomer, user_id="u1")
+
+    before = facts_rows_read()
+    hits = facts_search(tenant=newcomer, user_id="u1", query="tea", vector=vector, limit=10)
+    searched = facts_rows_read()
+    neighbours = facts_nearest(tenant=newcomer, user_id="u1", vector=vector, limit=5)
+
+    assert len(hits) == 10
+    assert len(neighbours) == 5
+    # By primary key, the pool's facts alone; not every fact of the tenant, with the pool's ids looked up among them.
+    assert searched - before <= 2 * max(10 * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES)
+    assert facts_rows_read() - searched == 5 + NEAREST_MARGIN
 
 
 def nearest_indexes(tenant, query: str) -> tuple[set[str], int, int]:

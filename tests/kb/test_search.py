@@ -26,6 +26,7 @@ from kb.selectors import (
 )
 from kb.services import document_index
 from tests.factories import make_tenant
+from tests.kb.plans import plan_node, search_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -176,6 +177,25 @@ def test_another_tenants_documents_are_never_found(tenant, corpus, other_tenant)
     assert all(hit.doc_id != "secret.md" and "Oracle" not in hit.text for hit in hits)
     assert named == []
     assert {hit.doc_id for hit in theirs} == {"secret.md"}
+
+
+def test_a_tenant_newer_than_the_tables_statistics_reads_its_candidates_by_primary_key(tenant, corpus):
+    with connection.cursor() as cursor:  # statistics of tables holding one tenant: any other is estimated at 1 row
+        cursor.execute("ANALYZE kb_kbchunk")
+        cursor.execute("ANALYZE kb_document")
+    newcomer, _ = make_tenant("newcomer")
+    rules = "\n\n".join(f"## Rule {n}\n\nShipping rule {n} covers parcels of case {n * 7}." for n in range(200))
+    index(newcomer, "shipping.md", rules)
+
+    with search_plans() as plans:
+        hits = kb_search(tenant=newcomer, query="shipping rule case 49", limit=5)
+
+    assert len(hits) == 5
+    # One lookup per candidate; not each candidate looked for among every chunk (document) of the tenant.
+    chunks, documents = plan_node(plans[0], "kb_kbchunk c"), plan_node(plans[0], "kb_document d")
+    assert "kb_kbchunk_pkey" in chunks
+    assert "kbchunk_tenant_document" not in chunks
+    assert "document_unique_doc_id" not in documents
 
 
 def test_chunks_embedded_by_another_model_are_not_searched(tenant, corpus):

@@ -11,6 +11,7 @@ from kb.models import KBChunk, KBTermFrequency
 from kb.selectors import kb_search
 from kb.services import document_delete, document_index
 from tests.factories import make_tenant
+from tests.kb.plans import search_plans
 
 pytestmark = pytest.mark.django_db
 
@@ -182,17 +183,7 @@ def test_with_length_normalisation_every_term_is_read(crowded, settings):
 
 def test_the_patterns_are_read_best_first_and_no_further_than_needed(crowded, settings):
     settings.KB_SEARCH_KEYWORD_CHUNKS_READ = 0  # the four terms reached through their 15 patterns alone
-    plans = []
-
-    def explained(execute, sql, params, many, context):
-        if "WITH vector_hits" in sql:
-            explain = sql.replace("WITH vector_hits", "EXPLAIN (ANALYZE, COSTS OFF) WITH vector_hits", 1)
-            execute(explain, params, many, context)
-            context["cursor"].nextset()  # past the search's settings, sent before it
-            plans.append("\n".join(row[0] for row in context["cursor"].fetchall()))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(explained):
+    with search_plans() as plans:
         hits = kb_search(tenant=crowded, query="deploy canary rollout zebra", limit=10, keyword_only=True)
 
     # The best pattern (all four terms: every 30th note) first; the walk has its 40 chunks within "rollout deploy"
