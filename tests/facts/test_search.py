@@ -5,14 +5,12 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from django.conf import settings
 from django.db import connection
 
 from ai.services import embed_query
 from core.keywords import MAX_QUERY_TERMS
 from facts.models import Fact
 from facts.selectors import (
-    MIN_CANDIDATES,
     NEAREST_MARGIN,
     NEAREST_REACH,
     facts_nearest,
@@ -298,6 +296,8 @@ def test_a_tenant_newer_than_the_tables_statistics_reads_only_the_facts_it_retur
     store(newcomer, [f"Fact {n} about tea" for n in range(30)] + [f"Fact {n} about cake" for n in range(500)])
     vector = embed_query("tea", tenant=newcomer, user_id="u1")
 
+    _, params = facts_search_statement(tenant=newcomer, user_id="u1", query="tea", vector=vector)
+
     before = facts_rows_read()
     hits = facts_search(tenant=newcomer, user_id="u1", query="tea", vector=vector, limit=10)
     searched = facts_rows_read()
@@ -306,7 +306,7 @@ def test_a_tenant_newer_than_the_tables_statistics_reads_only_the_facts_it_retur
     assert len(hits) == 10
     assert len(neighbours) == 5
     # By primary key, the pool's facts alone; not every fact of the tenant, with the pool's ids looked up among them.
-    assert searched - before <= 2 * max(10 * settings.FACTS_SEARCH_CANDIDATE_FACTOR, MIN_CANDIDATES)
+    assert searched - before <= params["pool"]
     assert facts_rows_read() - searched == 5 + NEAREST_MARGIN
 
 

@@ -184,8 +184,9 @@ def test_a_tenant_newer_than_the_tables_statistics_reads_its_candidates_by_prima
         cursor.execute("ANALYZE kb_kbchunk")
         cursor.execute("ANALYZE kb_document")
     newcomer, _ = make_tenant("newcomer")
-    rules = "\n\n".join(f"## Rule {n}\n\nShipping rule {n} covers parcels of case {n * 7}." for n in range(200))
-    index(newcomer, "shipping.md", rules)
+    for page in range(40):
+        rules = "\n\n".join(f"## Rule {n}\n\nShipping rule {n} covers parcels of case {n * 7}." for n in range(5))
+        index(newcomer, f"shipping/{page}.md", rules)
 
     with search_plans() as plans:
         hits = kb_search(tenant=newcomer, query="shipping rule case 49", limit=5)
