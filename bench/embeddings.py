@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/embeddings.py [--texts 2000] [--runtimes]
 
---runtimes: the local model's forward on each LOCAL_EMBEDDING_RUNTIME (onnxruntime, torchscript, torch), alternating
-rounds: load time, one text at a time (a query, a single add) and batches of 8 and 64, the largest difference of
-the vectors from the model's own forward, and the resident memory of a fresh process with the model loaded.
+--runtimes: the local model's forward on each LOCAL_EMBEDDING_RUNTIME (onnxruntime-int8, onnxruntime, torchscript,
+torch), alternating rounds: load time, one text at a time (a query, a single add) and batches of 8 and 64, the
+largest difference of the vectors from the model's own forward, and the resident memory of a fresh process with the
+model loaded.
 
 Uses the database of the current settings (the embedded one by default; run `manage.py migrate` first).
 The openai provider is measured against the local fake OpenAI-compatible server from the tests, so the
@@ -84,7 +85,7 @@ def bench_runtimes(rounds: int = 4) -> None:
             started = time.perf_counter()
             embedders[runtime] = get_embedder()
             loaded = time.perf_counter() - started
-        print(f"local on {runtime:<12}       load {loaded:6.2f} s (runs on {embedders[runtime].runtime})")
+        print(f"local on {runtime:<16}       load {loaded:6.2f} s (runs on {embedders[runtime].runtime})")
     texts = corpus(64, "runtimes")
     own = embedders["torch"].embed(texts)
     for runtime, embedder in embedders.items():
@@ -96,7 +97,7 @@ def bench_runtimes(rounds: int = 4) -> None:
             eight = timed(embedder.embed, corpus(8, f"eight {round_number}")) * 1000
             batch = timed(embedder.embed, corpus(64, f"batch {round_number}")) * 1000
             print(
-                f"round {round_number} {runtime:<12}  one text p50 {statistics.median(singles):6.1f} ms   "
+                f"round {round_number} {runtime:<16}  one text p50 {statistics.median(singles):6.1f} ms   "
                 f"8 texts {eight:6.1f} ms   64 texts {batch:7.1f} ms"
             )
 
@@ -116,7 +117,7 @@ def bench_resident(rounds: int = 2) -> None:
         for runtime in LOCAL_RUNTIMES:
             measured[runtime].append(resident_mb(runtime))
     for runtime, figures in measured.items():
-        print(f"local on {runtime:<12}       resident memory of a fresh process {', '.join(map(str, figures))} MB")
+        print(f"local on {runtime:<16}       resident memory of a fresh process {', '.join(map(str, figures))} MB")
 
 
 def main() -> None:

@@ -174,6 +174,7 @@ class ProductSystem:
         import torch
         from django.conf import settings
 
+        from ai.services import active_embedding_model
         from facts.models import FactSearchEntry
 
         names = ("memoryproject", "django", "torch", "sentence-transformers", "psycopg", "pgvector")
@@ -189,6 +190,7 @@ class ProductSystem:
                 "CHAT_PROVIDER": settings.CHAT_PROVIDER,
                 "LOCAL_EMBEDDING_RUNTIME": settings.LOCAL_EMBEDDING_RUNTIME,
             },
+            "embedding_model": active_embedding_model(),  # the runtime's fallback shows here (-int8 or not)
             # Whether a user's search walks the graph depends on its share of the table: other tenants' rows count.
             "search_entries": {
                 "this_run": FactSearchEntry.objects.filter(tenant=self.tenant).count(),

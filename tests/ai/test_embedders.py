@@ -565,3 +565,93 @@ class TestForwardRuntimes:
 
         assert raised.value.code == "configuration_error"
         assert "LOCAL_EMBEDDING_RUNTIME" in raised.value.message
+
+
+def _float_weight_shapes(graph: Path) -> set[tuple[int, ...]]:
+    """The shapes of the weights that the graph's float matrix products multiply by."""
+    import onnx
+
+    model = onnx.load(str(graph))
+    weights = {initializer.name: tuple(initializer.dims) for initializer in model.graph.initializer}
+    products = [node for node in model.graph.node if node.op_type == "MatMul"]
+    return {weights[name] for node in products for name in node.input if name in weights}
+
+
+@pytest.fixture(scope="module")
+def int8_graph_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("int8-graphs")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("torch_threads_kept")
+class TestInt8Graph:
+    def _config(self, cache: Path, threads: int = 2):
+        import dataclasses
+
+        return dataclasses.replace(_local_config(), runtime="onnxruntime-int8", threads=threads, graph_cache=str(cache))
+
+    def test_embeds_close_to_the_models_own_forward_under_a_name_of_its_own(
+        self, monkeypatch, caplog, int8_graph_cache, own_forward_embedder
+    ):
+        import logging
+
+        caplog.set_level(logging.INFO)
+        sessions = RecordedSessions(monkeypatch, operators=True)
+        embedder = LocalEmbedder(self._config(int8_graph_cache))
+        (entry,) = int8_graph_cache.iterdir()
+
+        assert embedder.runtime == "onnxruntime-int8"
+        assert embedder.model_name == "all-MiniLM-L6-v2-int8"  # its vectors never count as the float graph's
+        assert sessions.opened == [(str(entry / "int8.onnx"), 2), (str(entry / "int8.onnx"), 1)]
+        assert all({"MatMulInteger", "DynamicQuantizeLinear"} <= operators for operators in sessions.operators)
+        assert all("Attention" not in operators for operators in sessions.operators)  # not fused
+        assert _float_weight_shapes(entry / "int8.onnx") == {(1536, 384)}  # the feed-forward's down projections
+        assert not [record for record in caplog.records if "quantiz" in record.getMessage().lower()]  # quiet
+        assert sum(parameter.numel() for parameter in embedder._model[0].auto_model.parameters()) == 0
+        own = own_forward_embedder.embed(_VARIED)
+        for vectors in (embedder.embed(_VARIED), np.vstack([embedder.embed([text]) for text in _VARIED])):
+            assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+            assert (vectors * own).sum(axis=1).min() >= 0.98
+            assert np.abs(vectors - own).max() > 1e-3  # quantized: not the float graph's vectors
+        assert ranks_related_above_unrelated(
+            embedder.embed, "I prefer PostgreSQL", "my favourite database is Postgres", "I walked my dog"
+        )
+
+    def test_the_next_load_runs_the_kept_int8_graph(self, monkeypatch, int8_graph_cache, own_forward_embedder):
+        import onnxruntime.quantization
+        import torch
+
+        LocalEmbedder(self._config(int8_graph_cache))  # made, or kept by the test before
+
+        def made_again(*args, **kwargs):
+            raise AssertionError("made again")
+
+        monkeypatch.setattr(torch.onnx, "export", made_again)
+        monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", made_again)
+        sessions = RecordedSessions(monkeypatch)
+        embedder = LocalEmbedder(self._config(int8_graph_cache, threads=1))
+
+        assert embedder.runtime == "onnxruntime-int8"
+        assert [Path(graph).name for graph, _ in sessions.opened] == ["int8.onnx"]  # one thread: one session
+        assert (embedder.embed(_VARIED) * own_forward_embedder.embed(_VARIED)).sum(axis=1).min() >= 0.98
+
+    @pytest.mark.parametrize("fault", ["quantizing fails", "the int8 graph embeds too differently"])
+    def test_a_failed_int8_graph_leaves_the_float_graph_and_the_models_name(self, fault, monkeypatch, caplog, tmp_path):
+        import onnxruntime.quantization
+
+        import ai.embedders
+
+        if fault == "quantizing fails":
+
+            def failing(*args, **kwargs):
+                raise ValueError("no type for a tensor")
+
+            monkeypatch.setattr(onnxruntime.quantization, "quantize_dynamic", failing)
+        else:
+            monkeypatch.setattr(ai.embedders, "_QUANTIZED_MIN_COSINE", 0.99999)
+        embedder = LocalEmbedder(self._config(tmp_path))
+
+        assert "not run on onnxruntime-int8" in caplog.text
+        assert embedder.runtime == "onnxruntime"
+        assert embedder.model_name == "all-MiniLM-L6-v2"
+        assert embedder.embed(["I prefer PostgreSQL"]).shape == (1, 384)
