@@ -32,6 +32,7 @@ from ai.services import TENANT_TEXT, active_embedding_model, embed_texts
 from core.backoff import retry_delay
 from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked, session_lock, xact_lock
+from core.statistics import tenant_statistics_refresh_after_commit
 from tenancy.models import Tenant
 
 from .chunking import CONTENT_TYPES, MIN_MAX_TOKENS, Chunk, chunk_document
@@ -382,6 +383,7 @@ def _document_replace(*, tenant: Tenant, doc_id: str, fields: dict, rows: list[K
         # A text still waiting for the worker is older than this one: its run finds it gone and stops.
         DocumentIndexing.objects.filter(document=document).delete()
         _chunks_swap(tenant, document, rows)
+        tenant_statistics_refresh_after_commit(models=[KBChunk, Document], tenant_id=tenant.pk)
     return document, outcome
 
 

@@ -12,12 +12,13 @@ from psycopg.types.json import Jsonb
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_texts
 from core.db import copy_insert
+from core.statistics import tenant_statistics_refresh_after_commit
 from core.timestamps import parse_timestamp
 from core.validation import validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content
-from ..models import Fact, FactConflict, FactEvent
+from ..models import Fact, FactConflict, FactEvent, FactSearchEntry
 from .embed_queue import facts_embed_after_commit
 from .history import record_event, snapshot
 
@@ -62,7 +63,8 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
     """Store facts exactly as given (no merging, no extraction): for migrations and evaluation.
 
     All or nothing; one embedding batch and batched inserts. While the embedder fails the facts are stored
-    without their vectors (embedding_pending) and embedded later.
+    without their vectors (embedding_pending) and embedded later. After the commit, the tables' statistics are
+    refreshed if they do not know the tenant yet (core.statistics).
     """
     if len(facts) > settings.FACTS_IMPORT_MAX_BATCH:
         raise ValidationError({"facts": f"At most {settings.FACTS_IMPORT_MAX_BATCH} facts per request."})
@@ -110,6 +112,7 @@ def facts_import(*, tenant: Tenant, facts: list[dict], actor: str) -> list[Fact]
         )
         if vectors is None:
             facts_embed_after_commit([row.pk for row in rows])
+        tenant_statistics_refresh_after_commit(models=[Fact, FactSearchEntry], tenant_id=tenant.pk)
     return rows
 
 
@@ -184,6 +187,8 @@ def facts_insert_restored(*, facts: list[Fact]) -> None:
         fact.refresh_search_text()  # COPY skips save()
     copy_insert(Fact, facts, RESTORE_FIELDS)
     facts_embed_after_commit([fact.pk for fact in facts if fact.embedding_pending])
+    for tenant_id in {fact.tenant_id for fact in facts}:
+        tenant_statistics_refresh_after_commit(models=[Fact, FactSearchEntry], tenant_id=tenant_id)
 
 
 def facts_link_restored(*, tenant: Tenant, links: list[tuple[int, int | None, dict | None]]) -> None:
