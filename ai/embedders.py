@@ -780,7 +780,10 @@ def _quantize(graph: Path, path: Path) -> None:
     # The quantizer logs to the root logger itself (a line per tensor, advice for image models): those records are
     # dropped, while other threads' records, which reach the root logger's handlers by propagation, pass.
     root = logging.getLogger()
-    quiet = _RecordsFrom("onnxruntime")
+
+    def quiet(record: logging.LogRecord) -> bool:
+        return f"{os.sep}onnxruntime{os.sep}" not in record.pathname
+
     root.addFilter(quiet)
     try:
         with _written_whole(path) as partial:
@@ -809,17 +812,6 @@ def _products_kept_float(graph: Path) -> list[str]:
         if node.op_type == "MatMul" and (not shapes or len(shapes[0]) != 2 or shapes[0][0] > shapes[0][1]):
             kept.append(node.name)
     return kept
-
-
-class _RecordsFrom(logging.Filter):
-    """Drops the records logged from a file under a folder of this name."""
-
-    def __init__(self, folder: str):
-        super().__init__()
-        self.part = f"{os.sep}{folder}{os.sep}"
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return self.part not in record.pathname
 
 
 def _session(graph: str, options, threads: int):
