@@ -691,7 +691,7 @@ def _written_whole(path: Path) -> Iterator[Path]:
     os.replace(partial, path)
 
 
-# Raised when the export or the fusing changes, so that graphs kept by the code before are made again.
+# Raised when the export, the fusing or the quantizing changes, so that graphs kept by the code before are made again.
 _GRAPH_FORMAT = 1
 # An entry no load has opened for this long was made for weights or library versions no longer in use (an upgrade
 # leaves one of 87-173 MB behind): the next load of another entry removes it, unless a load holds it.
