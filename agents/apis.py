@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from core.api_fields import IdentifierField
 from core.apis import ApiView, BodySerializer, QuerySerializer
 from tenancy.authentication import request_actor, request_tenant
+from tenancy.scopes import MEMORY_READ
 
 from .tools import FORMATS, MAX_AGENT_ID_CHARS, tool_call, tool_definitions
 
@@ -61,6 +62,8 @@ class ArgumentsField(serializers.Field):
 
 
 class ToolCallApi(ApiView):
+    required_scope = MEMORY_READ  # each tool that writes also needs memory:write (agents.tools)
+
     class InputSerializer(BodySerializer):
         user_id = IdentifierField(help_text="The end user whose memory the tool works on.")
         name = serializers.CharField(max_length=100, help_text="The tool's name, as the model called it.")
@@ -86,5 +89,10 @@ class ToolCallApi(ApiView):
         for the agent loop to show the model."""
         serializer = self.InputSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
-        result = tool_call(tenant=request_tenant(request), actor=request_actor(request), **serializer.validated_data)
+        result = tool_call(
+            tenant=request_tenant(request),
+            actor=request_actor(request),
+            scopes=request.user.api_key.scopes,
+            **serializer.validated_data,
+        )
         return Response({"content": result.content, "data": result.data, "is_error": result.is_error})

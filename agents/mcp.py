@@ -124,6 +124,7 @@ def _tool_call_in_thread(caller: McpCaller, user_id: str, name: str, arguments: 
             arguments=arguments,
             agent_id=caller.agent_id,
             actor=caller.client.actor,
+            scopes=caller.client.api_key.scopes,
         )
     finally:
         close_old_connections()

@@ -7,7 +7,7 @@ the user's, a service that says no: each is a ToolResult with is_error and a mes
 the agent loop to hand back to the model."""
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import jsonschema
@@ -24,6 +24,7 @@ from facts import services as fact_services
 from facts.models import Fact
 from kb.selectors import kb_search_answer
 from tenancy.models import Tenant
+from tenancy.scopes import ALL_SCOPES, MEMORY_READ, MEMORY_WRITE
 
 FORMATS = ("openai", "anthropic")
 MAX_FACT_ID = 2**63 - 1  # a bigint: a larger id cannot name a fact (and PostgreSQL would refuse to compare it)
@@ -57,6 +58,7 @@ class Tool:
     description: str
     parameters: dict  # JSON Schema of the arguments (an object)
     handler: Callable[[Caller, dict], ToolResult]
+    scope: str = MEMORY_READ  # what the caller's API key needs (tenancy.scopes)
 
     def definition(self, format: str) -> dict:
         """The tool as OpenAI's function calling or Anthropic's tool use expects it."""
@@ -74,12 +76,24 @@ def tool_definitions(format: str = "openai") -> list[dict]:
     return [tool.definition(format) for tool in TOOLS.values()]
 
 
-def tool_call(*, tenant: Tenant, user_id: str, name: str, arguments, agent_id: str = "", actor: str) -> ToolResult:
-    """Run one tool for `user_id` of `tenant`. `arguments` is an object or a JSON string (OpenAI hands them over as
-    one). Every problem with the call comes back as an error result, never as an exception."""
+def tool_call(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    name: str,
+    arguments,
+    agent_id: str = "",
+    actor: str,
+    scopes: Collection[str] = ALL_SCOPES,
+) -> ToolResult:
+    """Run one tool for `user_id` of `tenant`, if the caller's `scopes` allow it. `arguments` is an object or a JSON
+    string (OpenAI hands them over as one). Every problem with the call comes back as an error result, never as an
+    exception."""
     tool = TOOLS.get(name)
     if tool is None:
         return _error(f"Unknown tool {name!r}. The tools are: {', '.join(TOOLS)}.")
+    if tool.scope not in scopes:
+        return _error(f"This API key lacks the {tool.scope!r} scope that {name} needs; it may not change memory.")
     try:
         validate_user_id(user_id)
         if len(agent_id) > MAX_AGENT_ID_CHARS:
@@ -388,6 +402,7 @@ _TOOL_LIST = [
             ["content"],
         ),
         handler=memory_add,
+        scope=MEMORY_WRITE,
     ),
     Tool(
         name="memory_update",
@@ -412,6 +427,7 @@ _TOOL_LIST = [
             ["fact_id"],
         ),
         handler=memory_update,
+        scope=MEMORY_WRITE,
     ),
     Tool(
         name="memory_delete",
@@ -421,6 +437,7 @@ _TOOL_LIST = [
         ),
         parameters=_object({"fact_id": _FACT_ID}, ["fact_id"]),
         handler=memory_delete,
+        scope=MEMORY_WRITE,
     ),
     Tool(
         name="memory_search",
@@ -453,6 +470,7 @@ _TOOL_LIST = [
             ["confirm"],
         ),
         handler=memory_clear,
+        scope=MEMORY_WRITE,
     ),
     Tool(
         name="kb_search",

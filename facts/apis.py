@@ -10,6 +10,7 @@ from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
 from core.validation import validate_visible_text
 from tenancy.authentication import request_actor, request_tenant
+from tenancy.scopes import REVIEW
 
 from . import selectors, services
 from .models import Fact, FactConflict, FactEvent
@@ -162,6 +163,7 @@ class FactHistoryApi(ApiView):
 
 class FactApproveApi(ApiView):
     takes_body = False
+    required_scope = REVIEW
 
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_approve")
     def post(self, request, fact_id: int):
@@ -171,6 +173,7 @@ class FactApproveApi(ApiView):
 
 class FactRejectApi(ApiView):
     takes_body = False
+    required_scope = REVIEW
 
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_reject")
     def post(self, request, fact_id: int):
@@ -180,6 +183,7 @@ class FactRejectApi(ApiView):
 
 class FactSupersessionUndoApi(ApiView):
     takes_body = False
+    required_scope = REVIEW
 
     @extend_schema(request=None, responses=FactOutputSerializer, operation_id="facts_undo_supersession")
     def post(self, request, fact_id: int):
@@ -263,6 +267,8 @@ class ConflictListApi(ApiView):
 
 
 class ConflictResolveApi(ApiView):
+    required_scope = REVIEW
+
     class InputSerializer(BodySerializer):
         resolution = serializers.ChoiceField(FactConflict.Resolution.values)
         content = serializers.CharField(required=False, help_text="With merge: the one text that replaces both.")

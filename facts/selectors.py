@@ -94,14 +94,22 @@ class Neighbour:
 
 
 def facts_nearest(
-    *, tenant: Tenant, user_id: str, vector: np.ndarray, limit: int, statuses: list[str] | None = None
+    *,
+    tenant: Tenant,
+    user_id: str,
+    vector: np.ndarray,
+    limit: int,
+    statuses: list[str] | None = None,
+    agent_id: str = "",
 ) -> list[Neighbour]:
     """The user's current facts (active and pending unless `statuses` says) closest to `vector`: the nearest by the
     narrow entries' half-precision vectors, re-scored exactly with the full ones, in one statement (the ORM's
-    compiling cost more than the query). The facts come without their vectors and search columns."""
+    compiling cost more than the query). The facts come without their vectors and search columns.
+    With an `agent_id`, only that agent's facts and the facts of no agent: another agent's are never a neighbour."""
     params = {
         "tenant": tenant.pk,
         "user_id": user_id,
+        "agent_ids": [agent_id, ""],
         "statuses": statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
         "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
         "vector": vector_literal(vector),
@@ -110,7 +118,7 @@ def facts_nearest(
         "limit": limit,
     } | nearest_params()
     with connection.cursor() as cursor:
-        rows = _fetch_search_rows(cursor, _NEIGHBOURS_SQL, params)
+        rows = _fetch_search_rows(cursor, _AGENT_NEIGHBOURS_SQL if agent_id else _NEIGHBOURS_SQL, params)
     return [Neighbour(fact=_hit_fact(values), similarity=1.0 - distance) for *values, distance in rows]
 
 
@@ -503,14 +511,24 @@ def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
 
 _NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"
 # facts_nearest's statement: those entries' facts (by primary key, see _SEARCH_SQL), re-scored with their full vectors.
-_NEIGHBOURS_SQL = f"""
-WITH {_COUNTED_SQL.format(where=_NEIGHBOURS_WHERE)},
-{_nearest_sql(_NEIGHBOURS_WHERE)}
-SELECT {_HIT_COLUMNS}, f.embedding <=> %(vector)s::vector AS distance
+_NEIGHBOURS_TEMPLATE = """
+WITH {counted},
+{nearest}
+SELECT {columns}, f.embedding <=> %(vector)s::vector AS distance
 FROM nearest JOIN facts_fact f ON f.id = nearest.id AND f.tenant_id + 0 = %(tenant)s
 ORDER BY distance, f.id
 LIMIT %(limit)s
 """
+
+
+def _neighbours_sql(where: str) -> str:
+    return _NEIGHBOURS_TEMPLATE.format(
+        counted=_COUNTED_SQL.format(where=where), nearest=_nearest_sql(where), columns=_HIT_COLUMNS
+    )
+
+
+_NEIGHBOURS_SQL = _neighbours_sql(_NEIGHBOURS_WHERE)
+_AGENT_NEIGHBOURS_SQL = _neighbours_sql(_NEIGHBOURS_WHERE + " AND agent_id = ANY(%(agent_ids)s)")
 
 
 def _search_statistics(keywords: KeywordQuery, where: str, params: dict) -> SearchStatistics:

@@ -9,6 +9,7 @@ from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
 from facts.models import Fact
 from tenancy.authentication import request_tenant
+from tenancy.scopes import ADMIN, MEMORY_READ
 
 from . import selectors, services
 from .models import ForgetPolicy, ForgetRun
@@ -41,6 +42,8 @@ class ForgetRunOutputSerializer(serializers.ModelSerializer):
 
 
 class ForgetPolicyApi(ApiView):
+    required_scope = {"PUT": ADMIN, "PATCH": ADMIN}
+
     class InputSerializer(BodySerializer):
         enabled = serializers.BooleanField()
         max_unused_days = serializers.IntegerField(
@@ -87,6 +90,8 @@ class ForgetPolicyApi(ApiView):
 
 
 class ForgetDryRunApi(ApiView):
+    required_scope = MEMORY_READ  # a POST that only measures
+
     class InputSerializer(BodySerializer):
         as_of = TimestampField(
             required=False, help_text="Measure the rules at this moment (default: now), e.g. to preview next month."

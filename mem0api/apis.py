@@ -17,6 +17,7 @@ from core.errors import ApplicationError
 from core.pagination import CursorPage
 from core.validation import validate_visible_text
 from tenancy.authentication import request_actor, request_tenant
+from tenancy.scopes import MEMORY_READ
 
 from . import selectors, services
 from .authentication import Mem0KeyAuthentication
@@ -223,6 +224,7 @@ class MemoriesListApi(Mem0Api):
 
 
 class SearchApi(Mem0Api):
+    reads_only = True  # a POST that only reads: memory:read is enough
     """POST /v1, /v2 and /v3 /memories/search/: the scope's memories ranked for the query, {"results": [...]} each
     with its score (the facts' hybrid search: vector and keywords fused, weighed by confidence and recency)."""
 
@@ -312,6 +314,8 @@ class MemoryHistoryApi(Mem0Api):
 
 class NotSupportedApi(Mem0Api):
     """A Mem0 feature this service does not have: every method answers 400 not_supported, saying what to do instead."""
+
+    required_scope = MEMORY_READ  # any key learns what is not supported
 
     feature = ""
     reason = ""

@@ -7,6 +7,10 @@ REQUEST_EXAMPLES: dict[str, dict] = {
     "health_ready": {},
     "whoami": {},
     "embedding_cache_stats": {},
+    "api_keys_list": {"parameters": {"limit": 20}},
+    "api_keys_create": {"body": {"name": "review console", "scopes": ["memory:read", "review"]}},
+    "api_keys_update": {"parameters": {"key_id": 7}, "body": {"scopes": ["memory:read"]}},
+    "api_keys_revoke": {"parameters": {"key_id": 7}},
     # facts
     "facts_list": {"parameters": {"user_id": "alice", "status": "active,pending", "limit": 20}},
     "facts_remember": {

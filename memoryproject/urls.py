@@ -4,7 +4,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from agents.mcp import mcp_view
 from retrieval.apis import ContextApi
-from tenancy.apis import WhoAmIApi
+from tenancy.apis import ApiKeyDetailApi, ApiKeyListCreateApi, WhoAmIApi
 
 from .apis import HealthApi, LiveApi, ReadyApi
 from .metrics import metrics_view
@@ -18,6 +18,8 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
     path("api/v1/whoami", WhoAmIApi.as_view(), name="whoami"),
+    path("api/v1/keys", ApiKeyListCreateApi.as_view(), name="api-keys"),
+    path("api/v1/keys/<int:key_id>", ApiKeyDetailApi.as_view(), name="api-key-detail"),
     path("api/v1/context", ContextApi.as_view(), name="context"),
     path("api/v1/", include("facts.urls")),
     path("api/v1/", include("forgetting.urls")),

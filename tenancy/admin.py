@@ -1,13 +1,19 @@
-from django.contrib import admin, messages
+from django import forms
+from django.contrib import admin
 from django.core.exceptions import FieldDoesNotExist
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 
-from core.admin import ActionsOnlyAdmin, ServiceFormAdmin, take_saved
+from core.admin import ServiceFormAdmin, take_saved
 
 from .models import ApiKey, Tenant, TenantMembership
+from .scopes import DEFAULT_SCOPES, SCOPE_CHOICES
 from .selectors import tenants_visible_to
 from .services import (
     api_key_create,
     api_key_revoke,
+    api_key_scopes_set,
     tenant_create,
     tenant_membership_add,
     tenant_membership_remove,
@@ -87,28 +93,90 @@ class TenantAdmin(ServiceFormAdmin, TenantScopedAdmin):
             return
         tenant, issued = tenant_create(name=form.cleaned_data["name"])
         take_saved(obj, tenant)
-        self._show_key(request, tenant, issued.key)
+        request.issued_api_keys = [issued]
+
+    def response_add(self, request, obj, post_url_continue=None):
+        issued = getattr(request, "issued_api_keys", None)
+        if issued:
+            return _issued_keys_page(request, self, issued)
+        return super().response_add(request, obj, post_url_continue)
 
     @admin.action(description="Issue a new API key (shown once)", permissions=["change"])
     def issue_api_key(self, request, queryset):
-        for tenant in queryset:
-            issued = api_key_create(tenant=tenant, name=f"admin:{request.user.get_username()}")
-            self._show_key(request, tenant, issued.key)
+        """A form for the keys' name and scopes first; then the keys, on the page that answers (never in a message,
+        which the messages cookie would carry signed but readable)."""
+        form = IssueApiKeyForm(request.POST if "issue" in request.POST else None)
+        if not form.is_valid():
+            context = {
+                **self.admin_site.each_context(request),
+                "title": "Issue API keys",
+                "form": form,
+                "tenants": list(queryset),
+                "back_url": request.get_full_path(),
+            }
+            return TemplateResponse(request, "admin/tenancy/issue_api_key.html", context)
+        name = form.cleaned_data["name"] or f"admin:{request.user.get_username()}"
+        issued = [
+            api_key_create(tenant=tenant, name=name, scopes=form.cleaned_data["scopes"])
+            for tenant in queryset.order_by("name")
+        ]
+        return _issued_keys_page(request, self, issued)
 
-    def _show_key(self, request, tenant, key):
-        self.message_user(
-            request, f"New API key for {tenant}: {key} — copy it now, it is not shown again.", messages.WARNING
-        )
+
+class IssueApiKeyForm(forms.Form):
+    name = forms.CharField(max_length=100, required=False, help_text="A label to tell keys apart.")
+    scopes = forms.MultipleChoiceField(
+        choices=SCOPE_CHOICES,
+        initial=list(DEFAULT_SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+        help_text="review: approve and reject facts, resolve conflicts; admin: settings and keys.",
+    )
+
+
+def _issued_keys_page(request, model_admin, issued) -> TemplateResponse:
+    context = {
+        **model_admin.admin_site.each_context(request),
+        "title": "New API keys",
+        "issued_keys": issued,
+        "back_url": reverse("admin:tenancy_tenant_changelist"),
+    }
+    response = TemplateResponse(request, "admin/tenancy/issued_api_keys.html", context)
+    add_never_cache_headers(response)  # the clear key must not stay in any cache
+    return response
+
+
+class ApiKeyScopesForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(choices=SCOPE_CHOICES, widget=forms.CheckboxSelectMultiple)
+
+    class Meta:
+        model = ApiKey
+        fields = ["scopes"]
 
 
 @admin.register(ApiKey)
-class ApiKeyAdmin(ActionsOnlyAdmin, TenantScopedAdmin):
-    """Keys are issued from the tenant list (where the clear key can be shown once) and revoked here."""
+class ApiKeyAdmin(ServiceFormAdmin, TenantScopedAdmin):
+    """Keys are issued from the tenant list (where the clear key can be shown once), revoked here, and their scopes
+    changed here: the only field that changes."""
 
-    list_display = ["prefix", "tenant", "name", "created_at", "revoked_at"]
+    form = ApiKeyScopesForm
+    list_display = ["prefix", "tenant", "name", "scopes_shown", "created_at", "revoked_at"]
     list_filter = [TenantListFilter, "revoked_at"]
-    fields = ["tenant", "name", "prefix", "key_hash", "created_at", "revoked_at"]
+    fields = ["tenant", "name", "prefix", "scopes", "created_at", "revoked_at"]
+    readonly_fields = ["tenant", "name", "prefix", "created_at", "revoked_at"]
     actions = ["revoke"]
+
+    @admin.display(description="scopes")
+    def scopes_shown(self, obj) -> str:
+        return ", ".join(obj.scopes)
+
+    def get_readonly_fields(self, request, obj=None):
+        if obj is not None and obj.is_revoked:
+            return [*self.readonly_fields, "scopes"]
+        return self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if "scopes" in form.changed_data:
+            take_saved(obj, api_key_scopes_set(api_key=obj, scopes=form.cleaned_data["scopes"]))
 
     def has_add_permission(self, request):
         return False

@@ -6,6 +6,7 @@ from rest_framework import authentication, exceptions, permissions
 from core.request_context import tenant_id_set
 
 from .models import ApiKey, Tenant
+from .scopes import ANY_KEY, MEMORY_READ, MEMORY_WRITE
 from .selectors import api_key_find_active
 from .throttling import AuthFailureThrottle
 
@@ -59,13 +60,37 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 class HasApiKey(permissions.IsAuthenticated):
     """The API's default permission: a request without a valid key is refused, and counts as a failed
-    authentication of its address (a wrong key was counted when it was looked up)."""
+    authentication of its address (a wrong key was counted when it was looked up); a key without the scope the
+    operation needs (required_scope) is refused with 403 insufficient_scope."""
+
+    code = "insufficient_scope"
 
     def has_permission(self, request, view):
-        if super().has_permission(request, view):
+        if not super().has_permission(request, view):
+            AuthFailureThrottle().record_failure(request)  # no key at all: a wrong one fails before permissions
+            return False
+        scope = required_scope(request, view)
+        if scope == ANY_KEY or request.user.api_key.has_scope(scope):
             return True
-        AuthFailureThrottle().record_failure(request)  # no key at all: a wrong one fails before permissions
+        self.message = (
+            f"This API key lacks the {scope!r} scope this operation needs; it has "
+            f"{', '.join(request.user.api_key.scopes) or 'none'}. Issue a key with it: "
+            f"manage.py create_api_key TENANT --scopes {scope}"
+        )
         return False
+
+
+def required_scope(request, view) -> str:
+    """The scope an API operation needs: the view's `required_scope` (one for all its methods, or a dict by
+    method), else memory:read to read (GET, or a POST that only reads: `reads_only`) and memory:write to write."""
+    declared = getattr(view, "required_scope", None)
+    if isinstance(declared, dict):
+        declared = declared.get(request.method)
+    if declared:
+        return declared
+    if request.method in permissions.SAFE_METHODS or getattr(view, "reads_only", False):
+        return MEMORY_READ
+    return MEMORY_WRITE
 
 
 def request_tenant(request) -> Tenant:

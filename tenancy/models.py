@@ -1,5 +1,8 @@
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+
+from .scopes import SCOPE_CHOICES, default_scopes
 
 
 class Tenant(models.Model):
@@ -24,6 +27,8 @@ class ApiKey(models.Model):
     # The first characters of the key, kept in clear so people can tell keys apart.
     prefix = models.CharField(max_length=16)
     key_hash = models.CharField(max_length=64, unique=True)
+    # What the key may do (tenancy.scopes): memory:read, memory:write, review, admin.
+    scopes = ArrayField(models.CharField(max_length=20, choices=SCOPE_CHOICES), default=default_scopes)
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
@@ -37,6 +42,9 @@ class ApiKey(models.Model):
     @property
     def is_revoked(self) -> bool:
         return self.revoked_at is not None
+
+    def has_scope(self, scope: str) -> bool:
+        return scope in self.scopes
 
 
 class TenantMembership(models.Model):

@@ -1,4 +1,5 @@
 from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
 
 from .keys import KEY_PREFIX, api_key_hash
 from .models import ApiKey, Tenant
@@ -33,3 +34,12 @@ def tenants_active() -> QuerySet[Tenant]:
 
 def tenant_get(*, tenant_id: int) -> Tenant | None:
     return Tenant.objects.filter(pk=tenant_id).first()
+
+
+def api_keys_list(*, tenant: Tenant) -> QuerySet[ApiKey]:
+    return ApiKey.objects.filter(tenant=tenant)
+
+
+def api_key_get(*, tenant: Tenant, key_id: int) -> ApiKey:
+    """One key of `tenant`; Http404 for a key of another tenant, as for one that does not exist."""
+    return get_object_or_404(api_keys_list(tenant=tenant), pk=key_id)

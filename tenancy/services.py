@@ -9,6 +9,7 @@ from core.errors import ApplicationError
 
 from .keys import KEY_PREFIX, api_key_generate, api_key_hash
 from .models import ApiKey, Tenant, TenantMembership
+from .scopes import all_scopes, scopes_parse
 from .selectors import api_key_find_active
 
 
@@ -27,7 +28,7 @@ def tenant_create(*, name: str) -> tuple[Tenant, IssuedKey]:
         tenant = Tenant(name=name)
         tenant.full_clean()
         tenant.save()
-        issued = api_key_create(tenant=tenant, name="default")
+        issued = api_key_create(tenant=tenant, name="default", scopes=all_scopes())
     return tenant, issued
 
 
@@ -47,13 +48,30 @@ def tenant_update(*, tenant: Tenant, name: str | None = None, is_active: bool | 
     return tenant
 
 
-def api_key_create(*, tenant: Tenant, name: str = "") -> IssuedKey:
+def api_key_create(*, tenant: Tenant, name: str = "", scopes: str | list[str] | None = None) -> IssuedKey:
+    """A new key of `tenant` with these scopes (tenancy.scopes; memory:read and memory:write when none are given)."""
     key = api_key_generate()
-    api_key = ApiKey(tenant=tenant, name=name, prefix=key[: len(KEY_PREFIX) + 8], key_hash=api_key_hash(key))
+    api_key = ApiKey(
+        tenant=tenant,
+        name=name,
+        prefix=key[: len(KEY_PREFIX) + 8],
+        key_hash=api_key_hash(key),
+        scopes=scopes_parse(scopes),
+    )
     api_key.full_clean()
     with transaction.atomic():
         api_key.save()
     return IssuedKey(api_key=api_key, key=key)
+
+
+def api_key_scopes_set(*, api_key: ApiKey, scopes: str | list[str]) -> ApiKey:
+    """Change what a key may do; takes effect on its next request."""
+    with transaction.atomic():
+        api_key = ApiKey.objects.select_for_update().get(pk=api_key.pk)
+        api_key.scopes = scopes_parse(scopes)
+        api_key.full_clean()
+        api_key.save(update_fields=["scopes"])
+    return api_key
 
 
 def api_key_revoke(*, api_key: ApiKey) -> ApiKey:
@@ -98,7 +116,7 @@ def demo_access_ensure(
         elif saved.get("api_key") and api_key_find_active(key=saved["api_key"]):
             api_key = saved["api_key"]
         else:
-            api_key = api_key_create(tenant=tenant, name="demo").key
+            api_key = api_key_create(tenant=tenant, name="demo", scopes=all_scopes()).key
 
         user_model = get_user_model()
         admin = user_model.objects.filter(username=admin_username).first()

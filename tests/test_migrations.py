@@ -9,6 +9,8 @@ from django.db import connection
 from facts.models import Fact, FactSearchCount, FactSearchTerm
 from facts.services import facts_import
 from forgetting.models import ForgetPolicy
+from tenancy.models import ApiKey
+from tenancy.services import api_key_create
 from tests.factories import make_tenant
 
 
@@ -79,3 +81,27 @@ def test_the_search_terms_start_from_the_entries_there_are():
         ("u1", "1", 1), ("u1", "drink", 3), ("u1", "tea", 3), ("u2", "coffe", 1), ("u2", "drink", 1)
     ]  # fmt: skip
     assert not FactSearchTerm.objects.filter(lexeme__startswith="zs").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_keys_issued_before_scopes_keep_every_scope():
+    # Given a key from before scopes existed
+    call_command("migrate", "tenancy", "0002", verbosity=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO tenancy_tenant (name, is_active, created_at) VALUES ('old', true, now()) RETURNING id"
+        )
+        tenant_id = cursor.fetchone()[0]
+        cursor.execute(
+            "INSERT INTO tenancy_apikey (tenant_id, name, prefix, key_hash, created_at) "
+            "VALUES (%s, 'old', 'mp_old', 'hash-of-old', now())",
+            [tenant_id],
+        )
+
+    # When it is migrated
+    call_command("migrate", verbosity=0)
+
+    # Then it may still do everything it could, and a key issued now gets read and write only
+    old = ApiKey.objects.get(key_hash="hash-of-old")
+    assert old.scopes == ["memory:read", "memory:write", "review", "admin"]
+    assert api_key_create(tenant=old.tenant).api_key.scopes == ["memory:read", "memory:write"]

@@ -2,7 +2,7 @@
 fact, kept on a pending fact as its proposal until a person approves it (then applied, or decided again when what it
 targets has changed since)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from django.conf import settings
 from django.utils import timezone
@@ -56,7 +56,17 @@ def _described(target: Target) -> dict:
 
 def decision_of(new: Fact, judged: list[tuple[Neighbour, Judgement]]) -> Decision:
     """The first relation that decides: the same information (merge), a contradiction (supersede when the judge is
-    sure and nothing protects the old fact, else a conflict for a person), a refinement, else a new fact."""
+    sure and nothing protects the old fact, else a conflict for a person), a refinement, else a new fact.
+
+    An agent's fact never changes a fact it does not own (one of no agent, shared by every agent): it is not merged
+    into (the agent keeps its own copy, since its reads see only its own facts) and a contradiction of it is a
+    conflict for a person."""
+    shared = [(n, j) for n, j in judged if not _owned_by_agent_of(new, n.fact)]
+    if shared:
+        owned = [(n, j) for n, j in judged if _owned_by_agent_of(new, n.fact)]
+        decision = decision_of(new, owned)
+        held = tuple(Target(n.fact, j) for n, j in shared if j.relation == Relation.CONTRADICTS)
+        return replace(decision, conflicts=decision.conflicts + held) if held else decision
     duplicates = [Target(n.fact, j) for n, j in judged if j.relation == Relation.DUPLICATE]
     if duplicates:
         return Decision("merge", (duplicates[0],))
@@ -69,6 +79,11 @@ def decision_of(new: Fact, judged: list[tuple[Neighbour, Judgement]]) -> Decisio
     if refinements:
         return Decision("refine", (refinements[0],))
     return Decision("create")
+
+
+def _owned_by_agent_of(new: Fact, old: Fact) -> bool:
+    """Whether `new` may change `old`: a fact of no agent may change any fact of the user, an agent's only its own."""
+    return not new.agent_id or old.agent_id == new.agent_id
 
 
 def _safe_to_supersede(new: Fact, target: Target) -> bool:

@@ -234,6 +234,7 @@ def _neighbours(fact: Fact, *, excluding: set[int] = frozenset()) -> list[Neighb
         vector=fact.embedding,
         limit=settings.FACTS_JUDGE_CANDIDATES + len(skipped),
         statuses=statuses,
+        agent_id=fact.agent_id,
     )
     return [neighbour for neighbour in neighbours if neighbour.fact.pk not in skipped][
         : settings.FACTS_JUDGE_CANDIDATES

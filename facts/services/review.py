@@ -69,6 +69,7 @@ def _approval(tenant: Tenant, fact_id: int) -> tuple[Fact, Decision]:
             vector=fact.embedding,
             limit=settings.FACTS_JUDGE_CANDIDATES,
             statuses=[Fact.Status.ACTIVE],
+            agent_id=fact.agent_id,
         )
         neighbours = [neighbour for neighbour in neighbours if neighbour.fact.pk != fact.pk]
         decision = decision_of(fact, list(zip(neighbours, judge_neighbours(fact.content, neighbours), strict=True)))

@@ -108,6 +108,7 @@ def tenant_a_with_everything() -> TenantA:
             "document_id": [document, indexing],
             "run_id": [ForgetRun.objects.get(pk=run.run_id)],
             "user_id": [USER_ID],
+            "key_id": [issued.api_key],
         },
     )
 

@@ -103,7 +103,8 @@ def test_a_tenant_is_created_through_the_service_by_superusers_only(staff_of_acm
 
     tenant = Tenant.objects.get(name="initech")
     [key] = ApiKey.objects.filter(tenant=tenant)
-    assert f"New API key for initech: {key.prefix}" in response.content.decode()
+    assert f'<code class="issued-key">{key.prefix}' in response.content.decode()
+    assert key.prefix not in str(response.cookies)  # shown in the page, never carried in the messages cookie
     assert staff_of_acme.get("/admin/tenancy/tenant/add/").status_code == 403
     staff_of_acme.post("/admin/tenancy/tenant/add/", {"name": "hooli"})
     assert not Tenant.objects.filter(name="hooli").exists()
@@ -121,13 +122,31 @@ def test_a_tenant_is_switched_off_not_deleted(staff_of_acme, admin_client, tenan
 def test_api_keys_are_revoked_not_renamed_or_deleted(staff_of_acme, tenant):
     key = ApiKey.objects.get(tenant=tenant)
 
-    renamed = staff_of_acme.post(f"/admin/tenancy/apikey/{key.pk}/change/", {"name": "renamed"})
+    staff_of_acme.post(f"/admin/tenancy/apikey/{key.pk}/change/", {"name": "renamed", "scopes": ["memory:read"]})
     deleted = staff_of_acme.post(f"/admin/tenancy/apikey/{key.pk}/delete/", {"post": "yes"})
     staff_of_acme.post("/admin/tenancy/apikey/", {"action": "revoke", "_selected_action": [key.pk]})
 
-    assert (renamed.status_code, deleted.status_code) == (403, 403)
+    assert deleted.status_code == 403
     key.refresh_from_db()
-    assert (key.name, key.is_revoked) == ("default", True)
+    assert (key.name, key.scopes, key.is_revoked) == ("default", ["memory:read"], True)  # only the scopes change
+
+
+def test_the_issue_action_asks_for_scopes_then_shows_the_key_in_the_page_only(admin_client, tenant):
+    action = {"action": "issue_api_key", "_selected_action": [tenant.pk]}
+
+    asked = admin_client.post("/admin/tenancy/tenant/", action)
+    assert 'value="memory:read"' in asked.content.decode()
+    assert ApiKey.objects.filter(tenant=tenant).count() == 1
+
+    issued = admin_client.post("/admin/tenancy/tenant/", action | {"issue": "yes", "scopes": ["review"], "name": "r"})
+
+    key = ApiKey.objects.get(tenant=tenant, name="r")
+    assert key.scopes == ["review"]
+    page = issued.content.decode()
+    assert f'<code class="issued-key">{key.prefix}' in page
+    assert key.prefix not in str(issued.cookies)
+    assert "no-store" in issued["Cache-Control"]
+    assert admin_client.get("/admin/tenancy/apikey/").status_code == 200
 
 
 def test_a_membership_is_given_or_taken_back_never_moved(admin_client, tenant, other_tenant_and_key):

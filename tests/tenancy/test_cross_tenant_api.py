@@ -18,12 +18,16 @@ API_PREFIX = "api/v1/"
 PARAMETER = re.compile(r"<(?:(?P<converter>\w+):)?(?P<name>\w+)>")
 # Path parameters naming one of A's objects: B must get 404, as for an id that does not exist. A user id is not an
 # object (B may have its own user of that id): B's call must simply find nothing of A's.
-OBJECT_PARAMETERS = {"fact_id", "conflict_id", "episode_id", "document_id", "run_id"}
+OBJECT_PARAMETERS = {"fact_id", "conflict_id", "episode_id", "document_id", "run_id", "key_id"}
 
 # What B sends: enough for the call to reach its service (a 400 proves nothing), aimed at A's user and A's words.
 SEARCH = {"user_id": USER_ID, "query": "PostgreSQL green tea Lisbon nurse"}
 REQUESTS = {
     ("whoami", "GET"): {},
+    ("api-keys", "GET"): {},
+    ("api-keys", "POST"): {"data": {"name": "b's key"}},
+    ("api-key-detail", "PATCH"): {"data": {"scopes": ["memory:read"]}},
+    ("api-key-detail", "DELETE"): {},
     ("embedding-cache", "GET"): {},
     ("context", "POST"): {"data": {**SEARCH, "include_documents": True}},
     ("facts", "GET"): {"query": {"user_id": USER_ID, "status": "active,pending,archived,rejected", "validity": "all"}},
