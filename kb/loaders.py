@@ -9,9 +9,9 @@ import io
 import re
 import stat
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
 
+from lxml import etree
 from pypdf import PageObject, PasswordType, PdfReader
 
 from kb.chunking import first_heading
@@ -87,11 +87,13 @@ def load_document(path: Path) -> LoadedDocument:
     return load_bytes(_read_file(path), filename=str(path))
 
 
-def load_bytes(data: bytes, *, filename: str, content_type: str | None = None) -> LoadedDocument:
+def load_bytes(
+    data: bytes, *, filename: str, content_type: str | None = None, max_pdf_pages: int | None = None
+) -> LoadedDocument:
     """Convert uploaded `data`; `filename` picks the type (by extension) and is the title of last resort.
 
     content_type ("markdown", "text", "rst", "html", "pdf" or "code") overrides the extension; code then takes
-    its language from the extension when it has a known one.
+    its language from the extension when it has a known one. A PDF of more than max_pdf_pages pages is refused.
     """
     if content_type is None:
         content_type, language = _file_type(filename)
@@ -100,13 +102,22 @@ def load_bytes(data: bytes, *, filename: str, content_type: str | None = None) -
     else:
         raise UnsupportedFileType(filename, f"unsupported content type {content_type}")
     if content_type == "pdf":
-        text, title = _pdf_text_and_title(data, filename)
+        text, title = _pdf_text_and_title(data, filename, max_pages=max_pdf_pages)
     elif content_type == "html":
         text, title = _html_text_and_title(_decode_utf8(data, filename))
     else:
         text = _decode_utf8(data, filename)
         title = first_heading(text, content_type=content_type)
     return LoadedDocument(text=text, content_type=content_type, title=_clean_title(title, filename), language=language)
+
+
+def resolve_content_type(filename: str, content_type: str | None = None) -> str:
+    """The content type `load_bytes` would read the file as; UnsupportedFileType when it reads none."""
+    if content_type is None:
+        return _file_type(filename)[0]
+    if content_type not in _LOADABLE_TYPES:
+        raise UnsupportedFileType(filename, f"unsupported content type {content_type}")
+    return content_type
 
 
 def _file_type(filename: str) -> tuple[str, str]:
@@ -164,15 +175,19 @@ def _clean_title(title: str, filename: str) -> str:
 # --- PDF --------------------------------------------------------------------------------------------------------
 
 
-def _pdf_text_and_title(data: bytes, filename: str) -> tuple[str, str]:
+def _pdf_text_and_title(data: bytes, filename: str, *, max_pages: int | None = None) -> tuple[str, str]:
     """The text of each page, pages separated by a blank line, and the metadata title."""
     try:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not _opens_without_password(reader):
             raise DocumentLoadError(filename, "encrypted PDF")
+        if max_pages is not None and len(reader.pages) > max_pages:
+            raise DocumentLoadError(
+                filename, f"{len(reader.pages):,} pages; the limit is {max_pages:,} (KB_MAX_PDF_PAGES)"
+            )
         pages = [_page_text(page) for page in reader.pages]
         title = _pdf_metadata_title(reader)
-    except DocumentLoadError:
+    except (DocumentLoadError, MemoryError):  # a memory limit is the reader's, not the file's fault to name
         raise
     except Exception as error:  # pypdf raises many types (PdfReadError, ValueError, KeyError, ...) on damaged files
         raise DocumentLoadError(filename, f"broken PDF: {_short_description(error)}") from error
@@ -245,17 +260,20 @@ _BACKTICK_RUN = re.compile(r"`+")
 
 
 def _html_text_and_title(html: str) -> tuple[str, str]:
-    parser = _HTMLToText()
+    # libxml2's HTML parser, in linear time: the standard library's rescans the rest of the input for every unclosed
+    # "<" (quadratic, so a hostile page of repeated "<a" held a worker for minutes).
+    converter = _HTMLToText()
+    parser = etree.HTMLParser(target=converter, no_network=True, recover=True, remove_comments=True, huge_tree=False)
     parser.feed(html)
     parser.close()
-    return parser.text(), parser.title or parser.first_h1
+    return converter.text(), converter.title or converter.first_h1
 
 
-class _HTMLToText(HTMLParser):
-    """Readable text: blocks become lines and paragraphs, headings "## Title", <pre> a fenced code block."""
+class _HTMLToText:
+    """Readable text: blocks become lines and paragraphs, headings "## Title", <pre> a fenced code block. The target
+    of lxml's parser: it is handed each start and end tag (implied ones included) and each run of text."""
 
     def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
         self.title = ""
         self.first_h1 = ""
         self._lines: list[str] = []
@@ -273,13 +291,12 @@ class _HTMLToText(HTMLParser):
         return "\n".join(self._lines).strip("\n")
 
     def close(self) -> None:
-        super().close()
         if self._heading_level:
             self._emit_heading()
         if self._pre_depth:
             self._emit_code_block()
 
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+    def start(self, tag: str, attrib: dict) -> None:
         if tag in _SKIPPED_TAGS:
             self._skip_depth += 1
         elif self._skip_depth:
@@ -302,7 +319,7 @@ class _HTMLToText(HTMLParser):
         else:
             self._start_block(tag)
 
-    def handle_endtag(self, tag: str) -> None:
+    def end(self, tag: str) -> None:
         if tag in _SKIPPED_TAGS:
             self._skip_depth = max(0, self._skip_depth - 1)
         elif self._skip_depth:
@@ -323,7 +340,7 @@ class _HTMLToText(HTMLParser):
         elif tag in _LINE_TAGS:
             self._end_line()
 
-    def handle_data(self, data: str) -> None:
+    def data(self, data: str) -> None:
         if self._skip_depth:
             return
         if self._title is not None:

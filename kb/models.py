@@ -45,7 +45,10 @@ class DocumentIndexing(models.Model):
 
     document = models.OneToOneField(Document, on_delete=models.CASCADE, primary_key=True, related_name="indexing")
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
-    text = models.TextField()
+    text = models.TextField()  # "" when the upload is `raw`
+    # An uploaded file still to be read (HTML, PDF): the worker reads it in a bounded child process (kb.parsing).
+    raw = models.BinaryField(null=True, editable=False)
+    filename = models.CharField(max_length=500, blank=True, default="")
     fields = models.JSONField()  # the Document fields the text comes with (title, content hash, chunking, ...)
     version = models.PositiveIntegerField(default=1)
     attempts = models.PositiveSmallIntegerField(default=0)

@@ -43,8 +43,10 @@ from .loaders import (
     UnsupportedFileType,
     load_bytes,
     load_document,
+    resolve_content_type,
 )
 from .models import Document, DocumentIndexing, KBChunk, document_label
+from .parsing import ParseLimits, parse_bounded, too_many_chunks
 from .selectors import document_by_doc_id, document_chunks, document_get, documents_under_root
 
 logger = logging.getLogger(__name__)
@@ -59,6 +61,9 @@ CHUNK_INSERT_BATCH = 1000
 DESCRIPTIVE_FIELDS = ("title", "source_path", "content_type", "size_bytes", "metadata")
 SKIPPED_DIRECTORIES = frozenset({"node_modules", "__pycache__", "site-packages", "venv"})
 _HEADING_PATH_MAX = KBChunk._meta.get_field("heading_path").max_length
+# Formats whose reading is more than decoding (a parser, a PDF's streams): an upload of one is read by the worker, in a
+# bounded child process, never in the request.
+READ_BY_WORKER = frozenset({"html", "pdf"})
 
 
 @dataclass(frozen=True)
@@ -119,6 +124,8 @@ def document_index(
         return _document_queue(tenant=tenant, doc_id=doc_id, fields=fields, text=text)
 
     chunks = chunk_document(text, content_type=content_type, max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    if len(chunks) > settings.KB_MAX_CHUNKS_PER_DOCUMENT:
+        raise ValidationError({"text": too_many_chunks(len(chunks), settings.KB_MAX_CHUNKS_PER_DOCUMENT)})
     if dry_run:
         return IndexResult(doc_id, "changed" if existing else "new", None, chunks=len(chunks), written=False)
     rows = _chunk_rows(tenant, chunks, label=document_label(title=title, doc_id=doc_id))
@@ -177,19 +184,26 @@ def document_upload(
 
     `filename` picks the type by extension unless content_type is given. Refused with an ApplicationError:
     over KB_MAX_UPLOAD_BYTES (413 payload_too_large), a type the loaders do not read (415
-    unsupported_file_type), content they cannot read, e.g. not UTF-8 or a broken PDF (400 unreadable_document).
-    A text longer than KB_INLINE_INDEX_MAX_CHARS is validated and stored, and indexed by the worker (queued), as
-    is a shorter one while the embedding provider fails.
+    unsupported_file_type), text they cannot read, e.g. not UTF-8 (400 unreadable_document).
+    An HTML or PDF file is stored as it came and read by the worker in a bounded child process (queued: a file it
+    cannot read, or one that breaks a limit, ends failed with the reason). A text longer than
+    KB_INLINE_INDEX_MAX_CHARS is validated and stored, and indexed by the worker (queued), as is a shorter one
+    while the embedding provider fails.
     """
     limit = settings.KB_MAX_UPLOAD_BYTES
     if len(data) > limit:
         raise ApplicationError(
-            f"The document is {len(data):,} bytes; the limit is {limit:,} bytes.",
+            f"The document is {len(data):,} bytes; the limit is {limit:,} bytes (KB_MAX_UPLOAD_BYTES).",
             code="payload_too_large",
             status_code=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
             details={"size_bytes": len(data), "max_bytes": limit},
         )
     try:
+        resolved = resolve_content_type(filename, content_type)
+        if resolved in READ_BY_WORKER:
+            return _document_upload_raw(
+                tenant=tenant, doc_id=doc_id, data=data, filename=filename, content_type=resolved, title=title
+            )
         loaded = load_bytes(data, filename=filename, content_type=content_type)
     except UnsupportedFileType as error:
         raise ApplicationError(
@@ -211,6 +225,33 @@ def document_upload(
         background=background,
         queue_when_embedding_fails=True,
     )
+
+
+def _document_upload_raw(
+    *, tenant: Tenant, doc_id: str, data: bytes, filename: str, content_type: str, title: str
+) -> IndexResult:
+    """Store an uploaded file as it came, for the worker to read (document_index_queued). The same bytes as the ready
+    document's are unchanged: nothing is read or queued (a new title is still taken)."""
+    fields = _document_fields(
+        text="",
+        content_type=content_type,
+        title=title,
+        source_path="",
+        metadata=None,
+        size_bytes=len(data),
+        max_tokens=400,
+        overlap_tokens=50,
+    )
+    fields["content_hash"] = hashlib.sha256(data).hexdigest()  # of the file: known before it is read
+    _validate(tenant=tenant, doc_id=doc_id, fields=fields, text="", max_tokens=400, overlap=50)
+    existing = document_by_doc_id(tenant=tenant, doc_id=doc_id)
+    if existing is not None and _content_unchanged(tenant, existing, fields):
+        if not title or title == existing.title:
+            return IndexResult(doc_id, "unchanged", existing, chunks=0, written=False)
+        described = {name: getattr(existing, name) for name in DESCRIPTIVE_FIELDS} | {"title": title}
+        document = _document_describe(tenant=tenant, doc_id=doc_id, fields=described)
+        return IndexResult(doc_id, "unchanged", document, chunks=0, written=True)
+    return _document_queue(tenant=tenant, doc_id=doc_id, fields=fields, text="", raw=data, filename=filename)
 
 
 def document_reindex(*, tenant: Tenant, document_id: int) -> IndexResult:
@@ -446,8 +487,11 @@ def _sha256(text: str) -> str:
 # --- indexing by the worker --------------------------------------------------------------------------------------
 
 
-def _document_queue(*, tenant: Tenant, doc_id: str, fields: dict, text: str) -> IndexResult:
-    """Store the text for the worker and queue its indexing after commit; the document shows status indexing.
+def _document_queue(
+    *, tenant: Tenant, doc_id: str, fields: dict, text: str, raw: bytes | None = None, filename: str = ""
+) -> IndexResult:
+    """Store the text (or the file to read, `raw`) for the worker and queue its indexing after commit; the document
+    shows status indexing.
 
     The same text already waiting (or failed: a re-upload retries it) is not queued twice."""
     with transaction.atomic():
@@ -461,7 +505,8 @@ def _document_queue(*, tenant: Tenant, doc_id: str, fields: dict, text: str) -> 
             return IndexResult(doc_id, outcome, document, chunks=0, written=False, queued=True)
         if job is None:
             job = DocumentIndexing(document=document, tenant=tenant, version=0)
-        job.text, job.fields, job.version = text, fields, job.version + 1
+        job.text, job.raw, job.filename = text, raw, filename[: DocumentIndexing._meta.get_field("filename").max_length]
+        job.fields, job.version = fields, job.version + 1
         _job_restart(document, job)
     return IndexResult(doc_id, outcome, document, chunks=0, written=True, queued=True)
 
@@ -502,7 +547,7 @@ def document_index_retry(*, tenant: Tenant, document_id: int) -> Document:
     with transaction.atomic():
         document = document_get(tenant=tenant, document_id=document_id)
         document = _document_locked(tenant, document.doc_id)
-        job = DocumentIndexing.objects.select_for_update().defer("text").filter(document=document).first()
+        job = DocumentIndexing.objects.select_for_update().defer("text", "raw").filter(document=document).first()
         if job is None or document.status == Status.READY:
             raise ApplicationError(
                 f"Only a failed or unfinished indexing can be retried; this document is {document.status}.",
@@ -557,6 +602,9 @@ def document_index_queued(*, document_id: int) -> str:
             return "idle"
         try:
             rows = _rows_embedded(job)
+        except DocumentLoadError as exc:  # the file itself: reading it again would fail the same way
+            logger.warning("document %s cannot be read: %s", document_id, exc.reason)
+            return _record_failure(document_id, version, exc, permanent=True)
         except Exception as exc:
             logger.warning("indexing of document %s failed (attempt %s): %s", document_id, job.attempts, exc)
             return _record_failure(document_id, version, exc)
@@ -585,15 +633,29 @@ def _claim(document_id: int) -> int | None:
 
 
 def _rows_embedded(job: DocumentIndexing) -> list[KBChunk]:
+    """Read (an uploaded file) and chunk the waiting text in a bounded child process, then embed the chunks. What the
+    file says of itself (its title, a code file's language) goes into job.fields, which the swap saves."""
     fields, tenant = job.fields, job.tenant
     chunking = fields["metadata"][CHUNKING_KEY]
-    chunks = chunk_document(
-        job.text,
+    parsed = parse_bounded(
+        bytes(job.raw) if job.raw is not None else job.text.encode(),
+        filename=job.filename or job.document.doc_id,
         content_type=fields["content_type"],
         max_tokens=chunking["max_tokens"],
         overlap_tokens=chunking["overlap_tokens"],
+        limits=ParseLimits(
+            seconds=settings.KB_PARSE_TIMEOUT_SECONDS,
+            memory_mb=settings.KB_PARSE_MAX_MEMORY_MB,
+            pdf_pages=settings.KB_MAX_PDF_PAGES,
+            chunks=settings.KB_MAX_CHUNKS_PER_DOCUMENT,
+        ),
     )
-    rows = _chunk_rows(tenant, chunks, label=document_label(title=fields["title"], doc_id=job.document.doc_id))
+    if job.raw is not None:
+        fields["title"] = fields["title"] or parsed.title
+        if parsed.language:
+            fields["metadata"] = {**fields["metadata"], "language": parsed.language}
+    label = document_label(title=fields["title"], doc_id=job.document.doc_id)
+    rows = _chunk_rows(tenant, parsed.chunks, label=label)
     current = DocumentIndexing.objects.filter(pk=job.pk, version=job.version)
     current.update(chunks_total=len(rows))
     size = max(settings.KB_INDEX_BATCH_CHUNKS, 1)
@@ -611,7 +673,7 @@ def _publish(job: DocumentIndexing, rows: list[KBChunk]) -> str:
         document = _document_locked(tenant, job.document.doc_id)
         current = None
         if document is not None and document.pk == job.pk:
-            current = DocumentIndexing.objects.select_for_update().defer("text").filter(pk=job.pk).first()
+            current = DocumentIndexing.objects.select_for_update().defer("text", "raw").filter(pk=job.pk).first()
         if current is None or current.version != job.version:
             return "superseded"
         document = _document_save(document, {**fields, "status": Status.READY, "error": ""})
@@ -620,16 +682,17 @@ def _publish(job: DocumentIndexing, rows: list[KBChunk]) -> str:
     return "ready"
 
 
-def _record_failure(document_id: int, version: int, exc: Exception) -> str:
-    """Keep the error; with attempts left, the sweep retries after base x 2^(attempts - 1), else it is failed."""
+def _record_failure(document_id: int, version: int, exc: Exception, *, permanent: bool = False) -> str:
+    """Keep the error; with attempts left, the sweep retries after base x 2^(attempts - 1), else (or when the
+    failure is `permanent`) it is failed."""
     message = (getattr(exc, "message", None) or str(exc) or type(exc).__name__)[:4000]
     with transaction.atomic():
         # The document's row first, then the text's: the order every writer of both takes them in.
         document = Document.objects.select_for_update().filter(pk=document_id).first()
-        job = DocumentIndexing.objects.select_for_update().defer("text").filter(pk=document_id).first()
+        job = DocumentIndexing.objects.select_for_update().defer("text", "raw").filter(pk=document_id).first()
         if document is None or job is None or job.version != version:
             return "superseded"
-        if job.attempts >= settings.KB_INDEX_MAX_ATTEMPTS:
+        if permanent or job.attempts >= settings.KB_INDEX_MAX_ATTEMPTS:
             document.status = Status.FAILED
         else:
             job.next_attempt_at = timezone.now() + retry_delay(

@@ -277,6 +277,12 @@ CONTEXT_FACTS_MIN_SIMILARITY = env.float("CONTEXT_FACTS_MIN_SIMILARITY", default
 CONTEXT_DOCUMENTS_MIN_SIMILARITY = env.float("CONTEXT_DOCUMENTS_MIN_SIMILARITY", default=None)
 # Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.
 KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
+# An uploaded HTML or PDF file is read by the worker in a child process under these limits (kb.parsing); a file that
+# breaks one ends `failed`, naming it. Any document is refused past KB_MAX_CHUNKS_PER_DOCUMENT chunks.
+KB_PARSE_TIMEOUT_SECONDS = env.int("KB_PARSE_TIMEOUT_SECONDS", default=60)
+KB_PARSE_MAX_MEMORY_MB = env.int("KB_PARSE_MAX_MEMORY_MB", default=1024)
+KB_MAX_PDF_PAGES = env.int("KB_MAX_PDF_PAGES", default=2000)
+KB_MAX_CHUNKS_PER_DOCUMENT = env.int("KB_MAX_CHUNKS_PER_DOCUMENT", default=2000)
 # kb_search: HNSW candidate list size (pgvector hnsw.ef_search; raised to the number of candidates when that
 # is larger), and candidates per channel (vector, keyword) = max(limit x factor, 40) before fusion.
 KB_SEARCH_EF_SEARCH = env.int("KB_SEARCH_EF_SEARCH", default=100)

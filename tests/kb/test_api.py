@@ -6,7 +6,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from ai.embedders import HashEmbedder
-from kb.models import Document, KBChunk
+from kb.models import Document, DocumentIndexing, KBChunk
 from tests.factories import client_with_key
 from tests.kb.test_loaders import minimal_pdf
 
@@ -85,12 +85,13 @@ def test_posting_changed_text_replaces_the_chunks(api, tenant):
     assert KBChunk.objects.filter(tenant=tenant).count() == 4
 
 
-def test_posted_html_is_converted_and_a_given_title_wins(api):
+def test_posted_html_is_read_by_the_worker_and_a_given_title_wins(api, django_capture_on_commit_callbacks):
     html = "<html><body><h1>Status</h1><p>All <b>systems</b> normal.</p></body></html>"
 
-    response = upload_text(api, doc_id="status", text=html, content_type="html", title="Status page")
+    with django_capture_on_commit_callbacks(execute=True):  # the worker's task (run inline by the test settings)
+        response = upload_text(api, doc_id="status", text=html, content_type="html", title="Status page")
 
-    assert response.status_code == 201
+    assert response.status_code == 202  # stored; read, chunked and embedded by the worker
     document_id = response.json()["document"]["id"]
     detail = api.get(f"/api/v1/kb/documents/{document_id}").json()
     assert detail["title"] == "Status page"
@@ -98,13 +99,14 @@ def test_posted_html_is_converted_and_a_given_title_wins(api):
     assert [chunk["text"] for chunk in detail["chunks"]] == ["# Status\n\nAll systems normal."]
 
 
-def test_a_file_upload_takes_its_type_and_doc_id_from_the_file_name(api):
+def test_a_file_upload_takes_its_type_and_doc_id_from_the_file_name(api, django_capture_on_commit_callbacks):
     response = upload_file(api, "guide.md", GUIDE.encode())
-    pdf = upload_file(api, "manual.pdf", minimal_pdf([["Reset the router first."]]), doc_id="manuals/router")
+    with django_capture_on_commit_callbacks(execute=True):
+        pdf = upload_file(api, "manual.pdf", minimal_pdf([["Reset the router first."]]), doc_id="manuals/router")
 
     assert response.status_code == 201
     assert (response.json()["document"]["doc_id"], response.json()["document"]["chunk_count"]) == ("guide.md", 3)
-    assert pdf.status_code == 201
+    assert pdf.status_code == 202
     assert (pdf.json()["document"]["doc_id"], pdf.json()["document"]["content_type"]) == ("manuals/router", "pdf")
     hits = api.post("/api/v1/kb/search", {"query": "router reset"}, format="json").json()["results"]
     assert hits[0]["doc_id"] == "manuals/router"
@@ -126,7 +128,7 @@ def test_an_oversized_text_is_413_and_nothing_is_stored(api, tenant, settings):
     assert response.status_code == 413
     error = error_of(response)
     assert error["code"] == "payload_too_large"
-    assert error["message"] == "The document is 1,002 bytes; the limit is 1,000 bytes."
+    assert error["message"] == "The document is 1,002 bytes; the limit is 1,000 bytes (KB_MAX_UPLOAD_BYTES)."
     assert error["details"] == {"size_bytes": 1002, "max_bytes": 1000}
     assert not Document.objects.filter(tenant=tenant).exists()
 
@@ -170,7 +172,6 @@ def test_an_unsupported_file_type_is_415_naming_the_supported_ones(api, tenant):
     [
         ("latin1.txt", "café".encode("latin-1"), "not valid UTF-8 (byte 0xe9 at offset 3)"),
         ("blob.md", b"# Title\x00\x01", "binary content (NUL byte at offset 7)"),
-        ("broken.pdf", b"%PDF-1.4 this is not a pdf", "broken PDF"),
     ],
 )
 def test_an_unreadable_file_is_400_with_the_reason(api, tenant, name, content, reason):
@@ -181,6 +182,19 @@ def test_an_unreadable_file_is_400_with_the_reason(api, tenant, name, content, r
     assert error["code"] == "unreadable_document"
     assert error["message"].startswith(f"Cannot read {name}: {reason}")
     assert not Document.objects.filter(tenant=tenant).exists()
+
+
+def test_an_unreadable_pdf_ends_failed_with_the_reason_and_nothing_else_changes(
+    api, tenant, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload_file(api, "broken.pdf", b"%PDF-1.4 this is not a pdf")
+
+    assert response.status_code == 202
+    detail = api.get(response["Location"]).json()
+    assert detail["status"] == "failed"
+    assert detail["error"].startswith("cannot load broken.pdf: broken PDF")
+    assert DocumentIndexing.objects.get(document_id=detail["id"]).attempts == 1  # not retried: the file is the fault
 
 
 @pytest.mark.parametrize(
