@@ -18,6 +18,7 @@ from rest_framework.utils import json as strict_json
 
 from core.errors import ApplicationError
 from core.parsers import json_problem_check
+from core.quoting import DOCUMENTS_NOTE, DOCUMENTS_TAG, MEMORY_NOTE, MEMORY_TAG, block, neutralised
 from core.validation import validate_user_id, validate_visible_text
 from facts import selectors as fact_selectors
 from facts import services as fact_services
@@ -171,7 +172,8 @@ def _fact_data(fact: Fact) -> dict:
 
 def _fact_line(number: int, fact: Fact) -> str:
     marks = ", pinned" if fact.pinned else ""
-    return f"{number}. [fact {fact.pk}{marks}] {fact.content} ({fact.category}, since {fact.valid_from:%Y-%m-%d})"
+    content = neutralised(fact.content)
+    return f"{number}. [fact {fact.pk}{marks}] {content} ({fact.category}, since {fact.valid_from:%Y-%m-%d})"
 
 
 DEGRADED_NOTE = "(Ranked by keywords alone: the embedding model is unavailable right now.)"
@@ -208,7 +210,8 @@ def memory_add(caller: Caller, arguments: dict) -> ToolResult:
         "merged": f"Already known: merged into fact {fact.pk} ({fact.content}).",
         "superseded": f"Saved as fact {fact.pk}; it replaces fact {_ids(result.superseded_ids)}, which is kept in the "
         "history as no longer current.",
-        "pending": f"Saved as fact {fact.pk}; it waits for review before it is used.",
+        "pending": f"Saved as fact {fact.pk}; it waits for review before it is used"
+        + (" (it reads as instructions to an assistant)." if fact.hold_reason else "."),
         "conflict": f"Saved as fact {fact.pk}; it contradicts what is stored (conflict {_ids(result.conflict_ids)}) "
         "and waits for review before it is used.",
     }[result.outcome]
@@ -272,7 +275,7 @@ def memory_search(caller: Caller, arguments: dict) -> ToolResult:
     ]
     if found.results:
         lines = [f"Found {len(results)} fact(s) about this user:"]
-        lines += [_fact_line(number, hit.fact) for number, hit in enumerate(found.results, 1)]
+        lines += block(MEMORY_TAG, MEMORY_NOTE, [_fact_line(n, hit.fact) for n, hit in enumerate(found.results, 1)])
     else:
         lines = ["No stored fact about this user matches."]
     if found.degraded:
@@ -291,7 +294,7 @@ def memory_load(caller: Caller, arguments: dict) -> ToolResult:
     )
     if facts:
         lines = ["What you know about this user, most important first:"]
-        lines += [_fact_line(number, fact) for number, fact in enumerate(facts, 1)]
+        lines += block(MEMORY_TAG, MEMORY_NOTE, [_fact_line(number, fact) for number, fact in enumerate(facts, 1)])
     else:
         lines = ["Nothing is stored about this user yet."]
     return ToolResult(content="\n".join(lines), data={"facts": [_fact_data(fact) for fact in facts]})
@@ -331,9 +334,13 @@ def kb_search(caller: Caller, arguments: dict) -> ToolResult:
         for hit in found.results
     ]
     if found.results:
-        lines = [f"Found {len(results)} passage(s) in the knowledge base:"]
+        passages = []
         for number, hit in enumerate(found.results, 1):
-            lines += [f"{number}. [{hit.citation}]", hit.text.strip()]
+            passages += [f"{number}. [{hit.citation}]", neutralised(hit.text.strip(), keep_headings=True)]
+        lines = [
+            f"Found {len(results)} passage(s) in the knowledge base:",
+            *block(DOCUMENTS_TAG, DOCUMENTS_NOTE, passages),
+        ]
     else:
         lines = ["No passage of the knowledge base matches."]
     if found.degraded:

@@ -14,8 +14,8 @@ from .models import Fact, FactConflict, FactEvent
 # What a person writes; the rest of a fact is the services' bookkeeping, shown read only.
 EDITABLE_FIELDS = list(services.UPDATABLE_FIELDS)
 REVIEW_FIELDS = [
-    "status", "source", "source_episode", "superseded_by", "valid_from", "valid_to", "usage_count", "last_used_at",
-    "reviewed_at", "archived_at", "embedding_model", "embedding_summary", "created_at", "updated_at",
+    "status", "hold_reason", "source", "source_episode", "superseded_by", "valid_from", "valid_to", "usage_count",
+    "last_used_at", "reviewed_at", "archived_at", "embedding_model", "embedding_summary", "created_at", "updated_at",
 ]  # fmt: skip
 
 

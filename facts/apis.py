@@ -31,8 +31,14 @@ class FactOutputSerializer(serializers.ModelSerializer):
             "id", "user_id", "agent_id", "category", "content", "confidence", "status", "source",
             "source_episode", "pinned", "usage_count", "last_used_at", "valid_from", "valid_to",
             "superseded_by", "occurred_at", "metadata", "embedding", "embedding_model", "reviewed_at", "archived_at",
-            "proposal", "source_messages", "created_at", "updated_at",
+            "proposal", "hold_reason", "source_messages", "created_at", "updated_at",
         ]  # fmt: skip
+        extra_kwargs = {
+            "hold_reason": {
+                "help_text": "Why it waits for review whatever its confidence: 'instruction-like: ...' when its text "
+                "reads as instructions to an assistant. Empty otherwise."
+            }
+        }
 
     @extend_schema_field(serializers.ChoiceField(EMBEDDING_STATES))
     def get_embedding(self, fact) -> str:
@@ -81,7 +87,8 @@ class FactListCreateApi(ApiView):
         outcome = serializers.ChoiceField(
             ["created", "merged", "superseded", "pending", "conflict"],
             help_text="pending: the fact waits for review with a proposal (merge into or supersede another fact) "
-            "that approving applies; conflict: it waits until the conflict is resolved.",
+            "that approving applies, or because its text reads as instructions (hold_reason); conflict: it waits "
+            "until the conflict is resolved.",
         )
         fact = FactOutputSerializer()
         superseded_ids = serializers.ListField(child=serializers.IntegerField())

@@ -3,7 +3,10 @@
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
+from core.instructions import instruction_signal
 from core.validation import VISIBLE_TEXT_MESSAGE, has_visible_text
+
+INSTRUCTION_LIKE = "instruction-like"
 
 
 def clean_content(content: str) -> str:
@@ -17,6 +20,13 @@ def clean_content(content: str) -> str:
     if len(content) > settings.FACTS_MAX_CONTENT_CHARS:
         raise ValidationError({"content": f"Must be at most {settings.FACTS_MAX_CONTENT_CHARS} characters."})
     return content
+
+
+def hold_reason(content: str) -> str:
+    """Why a fact with this text must wait for a person whatever its source and confidence ("" when nothing holds
+    it): text that reads as instructions to an assistant, which a prompt would otherwise obey."""
+    signal = instruction_signal(content)
+    return f"{INSTRUCTION_LIKE}: {signal}" if signal else ""
 
 
 def normalised(content: str) -> str:

@@ -72,6 +72,9 @@ class Fact(models.Model):
     occurred_at = models.DateTimeField(null=True, blank=True)
     pinned = models.BooleanField(default=False)
     metadata = models.JSONField(default=dict, blank=True)
+    # Why it waits for a person whatever its confidence: its text reads as instructions to an assistant
+    # (core.instructions), so it never reaches a prompt before someone has read it.
+    hold_reason = models.CharField(max_length=200, blank=True, default="", editable=False)
     # Set when a person approved or rejected it: extracted facts never silently override such a fact.
     reviewed_at = models.DateTimeField(null=True, blank=True)
     # Set when the fact was archived (forgotten but restorable): the purge counts its retention from here.

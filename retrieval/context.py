@@ -7,6 +7,7 @@ from django.conf import settings
 
 from ai.services import active_embedding_model, degraded_without, query_vector_or_none
 from core.metrics import CONTEXT_BUILD_SECONDS, timed
+from core.quoting import DOCUMENTS_NOTE, DOCUMENTS_TAG, MEMORY_NOTE, MEMORY_TAG, block, block_overhead, neutralised
 from core.text import estimate_tokens
 from facts.models import Fact
 from facts.selectors import ScoredFact, facts_active_count, facts_search
@@ -103,15 +104,17 @@ def context_build(
 
     budget = _Budget(max_tokens)
     lines: list[str] = []
-    injected_facts = [hit for hit in facts if budget.take(f"- {hit.fact.content} [{fact_citation(hit.fact)}]")]
+    injected_facts = [hit for hit in facts if budget.take(_fact_line(hit))]
     if injected_facts or cold_start:
         lines.append(FACTS_HEADING)
-        lines += [f"- {hit.fact.content} [{fact_citation(hit.fact)}]" for hit in injected_facts]
+        if injected_facts:
+            lines += block(MEMORY_TAG, MEMORY_NOTE, [_fact_line(hit) for hit in injected_facts])
         if cold_start and budget.take(COLD_START_HINT):
             lines.append(COLD_START_HINT)
     injected_documents = [hit for hit in documents[:document_limit] if budget.take(_document_line(hit))]
     if injected_documents:
-        lines += ["", DOCUMENTS_HEADING, *[_document_line(hit) for hit in injected_documents]]
+        lines += ["", DOCUMENTS_HEADING]
+        lines += block(DOCUMENTS_TAG, DOCUMENTS_NOTE, [_document_line(hit) for hit in injected_documents])
 
     facts_record_usage(tenant=tenant, fact_ids=[hit.fact.pk for hit in injected_facts])
     text = "\n".join(lines)
@@ -139,15 +142,24 @@ def _fact_above_floor(hit: ScoredFact, floor: float) -> bool:
     return hit.vector >= floor
 
 
+def _fact_line(hit: ScoredFact) -> str:
+    return f"- {neutralised(hit.fact.content)} [{fact_citation(hit.fact)}]"
+
+
 def _document_line(hit: DocumentHit) -> str:
-    return f"- [{hit.citation}]\n{hit.text.strip()}"
+    text = neutralised(hit.text.strip(), keep_headings=True, reserved_headings=(FACTS_HEADING, DOCUMENTS_HEADING))
+    return f"- [{hit.citation}]\n{text}"
 
 
 class _Budget:
     """Hands out tokens in rank order; the section headings' cost is reserved up front."""
 
     def __init__(self, max_tokens: int):
-        self.left = max_tokens - estimate_tokens(FACTS_HEADING) - estimate_tokens(DOCUMENTS_HEADING) - 2
+        headings = estimate_tokens(FACTS_HEADING) + estimate_tokens(DOCUMENTS_HEADING) + 2
+        blocks = estimate_tokens(
+            block_overhead(MEMORY_TAG, MEMORY_NOTE) + block_overhead(DOCUMENTS_TAG, DOCUMENTS_NOTE)
+        )
+        self.left = max_tokens - headings - blocks
 
     def take(self, line: str) -> bool:
         cost = estimate_tokens(line) + 1  # +1 for the line break

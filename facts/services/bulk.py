@@ -17,7 +17,7 @@ from core.timestamps import parse_timestamp
 from core.validation import validate_user_id
 from tenancy.models import Tenant
 
-from ..content import clean_content
+from ..content import clean_content, hold_reason
 from ..models import Fact, FactConflict, FactEvent, FactSearchEntry
 from .embed_queue import facts_embed_after_commit
 from .history import record_event, snapshot
@@ -46,6 +46,7 @@ IMPORT_FIELDS = [
     "pinned",
     "metadata",
     "search_text",
+    "hold_reason",
     "source_messages",
     "created_at",
     "updated_at",
@@ -143,14 +144,17 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
     if not isinstance(agent_id, str) or len(agent_id) > 255:
         raise ValidationError({"agent_id": "Must be text of at most 255 characters."})
     occurred_at = parse_timestamp(item.get("occurred_at"), field="occurred_at")
+    content = clean_content(item.get("content"))
+    held = hold_reason(content)
     return Fact(
         tenant=tenant,
         user_id=validate_user_id(item.get("user_id")),
-        content=clean_content(item.get("content")),
+        content=content,
+        hold_reason=held,
         agent_id=agent_id,
         category=category,
         confidence=float(confidence),
-        status=status,
+        status=Fact.Status.PENDING if held else status,
         source=Fact.Source.IMPORT,
         pinned=pinned,
         occurred_at=occurred_at,
@@ -170,7 +174,7 @@ RESTORE_FIELDS = [
     "tenant", "user_id", "agent_id", "category", "content", "embedding", "embedding_model", "embedding_pending",
     "embedding_attempts", "embedding_next_attempt_at", "confidence", "usage_count", "last_used_at", "status",
     "source", "source_episode", "valid_from", "valid_to", "occurred_at", "pinned", "metadata", "reviewed_at",
-    "archived_at", "source_messages", "search_text", "created_at", "updated_at",
+    "archived_at", "source_messages", "search_text", "hold_reason", "created_at", "updated_at",
 ]  # fmt: skip
 EVENT_FIELDS = ["tenant", "fact_id", "user_id", "action", "actor", "before", "after", "created_at"]
 CONFLICT_FIELDS = [
@@ -182,9 +186,13 @@ CONFLICT_FIELDS = [
 def facts_insert_restored(*, facts: list[Fact]) -> None:
     """Insert facts exactly as given (status, validity, usage and times included: nothing is judged, merged or
     extracted), with a binary COPY; their ids are set. A fact without its vector is queued for embedding after
-    commit (embedded only: the export it came from was already clean). The caller holds the transaction."""
+    commit (embedded only: the export it came from was already clean). A current active fact whose text reads as
+    instructions comes back pending (an export file can be written by anyone). The caller holds the transaction."""
     for fact in facts:
         fact.refresh_search_text()  # COPY skips save()
+        fact.hold_reason = hold_reason(fact.content)
+        if fact.hold_reason and fact.status == Fact.Status.ACTIVE and fact.valid_to is None:
+            fact.status = Fact.Status.PENDING
     copy_insert(Fact, facts, RESTORE_FIELDS)
     facts_embed_after_commit([fact.pk for fact in facts if fact.embedding_pending])
     for tenant_id in {fact.tenant_id for fact in facts}:

@@ -11,7 +11,7 @@ from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
 from tenancy.models import Tenant
 
-from ..content import clean_content
+from ..content import clean_content, hold_reason
 from ..models import Fact, FactEvent
 from .embed_queue import facts_embed_after_commit
 from .history import record_event, snapshot
@@ -49,12 +49,21 @@ def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
         before = snapshot(fact)
         for name, value in changed.items():
             setattr(fact, name, value)
+        if "content" in changed:
+            _hold_when_instruction_like(fact)
         if reembed & set(changed):
             _take_vector(fact, vector)
         fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
         fact.save()
         record_event(fact, FactEvent.Action.UPDATED, actor, before=before, after=snapshot(fact))
     return fact
+
+
+def _hold_when_instruction_like(fact: Fact) -> None:
+    """New text that reads as instructions takes an active fact out of prompts until a person approves it again."""
+    fact.hold_reason = hold_reason(fact.content)
+    if fact.hold_reason and fact.status == Fact.Status.ACTIVE:
+        fact.status = Fact.Status.PENDING
 
 
 def _take_vector(fact: Fact, vector) -> None:

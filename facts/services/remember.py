@@ -26,7 +26,7 @@ from core.locks import LockNamespace, xact_lock
 from core.validation import validate_user_id
 from tenancy.models import Tenant
 
-from ..content import clean_content, normalised
+from ..content import clean_content, hold_reason, normalised
 from ..judging import Judgement, Relation, judge_by_rules, llm_judge
 from ..models import Fact, FactEvent
 from ..selectors import Neighbour, facts_nearest
@@ -144,7 +144,8 @@ def fact_new(
         embedding_model=active_embedding_model(),
     )
     fact.full_clean(exclude=FULL_CLEAN_EXCLUDE, validate_constraints=False)
-    fact.status = _initial_status(fact)
+    fact.hold_reason = hold_reason(fact.content)
+    fact.status = Fact.Status.PENDING if fact.hold_reason else _initial_status(fact)
     return fact
 
 
@@ -345,4 +346,5 @@ def _hold_for_review(fact: Fact, decision: Decision, *, actor: str) -> RememberR
         fact.proposal = decision.as_proposal(conflict_ids=[conflict.pk for conflict in conflicts])
         fact.save(update_fields=["proposal", "updated_at"])
         return RememberResult("conflict", fact, conflict_ids=[conflict.pk for conflict in conflicts])
-    return RememberResult("created" if decision.action == "create" else "pending", fact)
+    held = decision.action != "create" or fact.hold_reason  # a proposal, or text that must be read first
+    return RememberResult("pending" if held else "created", fact)

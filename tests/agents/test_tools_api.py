@@ -182,7 +182,8 @@ def test_load_gives_pinned_facts_first_then_the_most_used_and_only_current_activ
 
     assert [fact["id"] for fact in result["data"]["facts"]] == [pinned.pk, used.pk, unsure.pk, plain.pk]
     first = f"1. [fact {pinned.pk}, pinned] Allergic to shellfish (other, since {pinned.valid_from:%Y-%m-%d})"
-    assert result["content"].splitlines()[1] == first
+    assert result["content"].splitlines()[1] == "<memory>"
+    assert result["content"].splitlines()[3] == first
     assert [fact["id"] for fact in ok(api, "memory_load", {"limit": 2})["data"]["facts"]] == [pinned.pk, used.pk]
     assert Fact.objects.get(pk=used.pk).usage_count == 12  # a load is not a use
 

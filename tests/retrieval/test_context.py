@@ -45,7 +45,7 @@ def test_context_lists_relevant_facts_with_citations(tenant, facts):
 
 
 def test_usage_rises_only_for_injected_facts(tenant, facts):
-    context = context_build(tenant=tenant, user_id="u1", query="database JSONB", max_tokens=60)
+    context = context_build(tenant=tenant, user_id="u1", query="database JSONB", max_tokens=100)
 
     injected = {hit.fact.content for hit in context.facts}
     assert 0 < len(injected) < len(FACTS)

@@ -8,6 +8,7 @@ import pytest
 from django.test import override_settings
 
 from ai.services import active_embedding_model
+from core.quoting import MEMORY_NOTE
 from facts.services import fact_remember, facts_import
 from kb.services import document_index
 from retrieval.context import COLD_START_HINT, DOCUMENTS_HEADING, FACTS_HEADING, MEASURED_FLOORS, context_build
@@ -117,7 +118,8 @@ def test_a_new_user_asking_off_topic_gets_the_cold_start_hint_alone(tenant):
     assert off_topic.text == f"{FACTS_HEADING}\n{COLD_START_HINT}"
     assert on_topic.cold_start
     assert [hit.fact.content for hit in on_topic.facts] == ["Has a dog named Rex"]
-    assert on_topic.text == f"{FACTS_HEADING}\n- Has a dog named Rex [{_citation(on_topic)}]\n{COLD_START_HINT}"
+    memory = f"<memory>\n{MEMORY_NOTE}\n- Has a dog named Rex [{_citation(on_topic)}]\n</memory>"
+    assert on_topic.text == f"{FACTS_HEADING}\n{memory}\n{COLD_START_HINT}"
 
 
 def test_a_user_with_enough_facts_asking_off_topic_gets_no_hint(tenant, memory):
