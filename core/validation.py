@@ -1,8 +1,10 @@
-"""The identifiers callers choose (user, session, agent and document ids): what they may look like."""
+"""What callers choose may look like: identifiers (user, session, agent and document ids), text, metadata."""
 
+import json
 import re
 import unicodedata
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 # User and session ids: the caller's own ids, 1-255 characters, no spaces or control characters.
@@ -38,3 +40,51 @@ def validate_visible_text(text: str) -> None:
     """For serializer fields: text of only spaces and zero-width characters says nothing."""
     if not has_visible_text(text):
         raise ValidationError(VISIBLE_TEXT_MESSAGE)
+
+
+def validate_metadata(value, *, field: str = "metadata") -> dict:
+    """A caller's metadata object within METADATA_MAX_BYTES (as compact JSON), METADATA_MAX_KEYS (keys at every
+    level) and METADATA_MAX_DEPTH (levels of nested objects and lists); ValidationError names the limit broken and
+    its setting. None is an empty object."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError({field: "Must be an object."})
+    keys, depth = _keys_and_depth(value)
+    if depth > settings.METADATA_MAX_DEPTH:
+        raise ValidationError(
+            {field: f"Nested {depth} levels deep; the limit is {settings.METADATA_MAX_DEPTH} (METADATA_MAX_DEPTH)."}
+        )
+    if keys > settings.METADATA_MAX_KEYS:
+        raise ValidationError({field: f"{keys:,} keys; the limit is {settings.METADATA_MAX_KEYS} (METADATA_MAX_KEYS)."})
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > settings.METADATA_MAX_BYTES:
+        raise ValidationError(
+            {field: f"{size:,} bytes as JSON; the limit is {settings.METADATA_MAX_BYTES:,} (METADATA_MAX_BYTES)."}
+        )
+    return value
+
+
+def metadata_within_limits(value: dict) -> bool:
+    try:
+        validate_metadata(value)
+    except ValidationError:
+        return False
+    return True
+
+
+def _keys_and_depth(value) -> tuple[int, int]:
+    """Keys of every object inside `value`, and how many levels of objects and lists it nests (iteratively: a
+    hostile value could be deep enough to exhaust recursion)."""
+    keys, deepest = 0, 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            keys += len(item)
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item.values())
+        elif isinstance(item, list):
+            deepest = max(deepest, level)
+            stack.extend((child, level + 1) for child in item)
+    return keys, deepest

@@ -80,6 +80,13 @@ def episode_store(
         )
         if not new:
             return StoreResult(episode, created, 0)
+        if episode.message_count + len(new) > settings.EPISODES_MAX_MESSAGES_PER_EPISODE:
+            raise too_large(
+                f"The episode would hold {episode.message_count + len(new):,} messages, at most "
+                f"{settings.EPISODES_MAX_MESSAGES_PER_EPISODE:,} (EPISODES_MAX_MESSAGES_PER_EPISODE). "
+                "Start a new session_id.",
+                "messages",
+            )
         total = episode.content_chars + sum(len(message["content"]) for message in new)
         if total > settings.EPISODES_MAX_EPISODE_CHARS:
             raise too_large(

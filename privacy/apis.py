@@ -1,5 +1,6 @@
 """The privacy API: export, import and erase everything held about one end user."""
 
+from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
@@ -117,7 +118,11 @@ class UserImportApi(ApiView):
         importing a file twice changes nothing."""
         data = request.data if isinstance(request.data, bytes) else b""
         report = imports.memories_import(
-            tenant=request_tenant(request), data=data, user_id=user_id, actor=request_actor(request)
+            tenant=request_tenant(request),
+            data=data,
+            user_id=user_id,
+            actor=request_actor(request),
+            max_facts=settings.FACTS_IMPORT_MAX_BATCH,
         )
         return Response(
             self.OutputSerializer(

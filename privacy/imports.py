@@ -24,7 +24,7 @@ from core.errors import ApplicationError
 from core.locks import LockNamespace, xact_lock
 from core.parsers import json_problem_check
 from core.timestamps import parse_timestamp
-from core.validation import IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN, validate_user_id
+from core.validation import IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN, validate_metadata, validate_user_id
 from episodes.messages import clean_messages
 from episodes.models import Episode
 from episodes.selectors import episodes_list
@@ -374,6 +374,13 @@ def _object(record: dict, name: str) -> dict | None:
     return value
 
 
+def _metadata(record: dict) -> dict:
+    try:
+        return validate_metadata(_object(record, "metadata"))
+    except ValidationError as exc:
+        raise _Invalid(exc.message_dict["metadata"][0], "metadata") from None
+
+
 def _time(record: dict, name: str) -> datetime | None:
     value = record.get(name)
     if value is not None and not isinstance(value, str):
@@ -454,7 +461,7 @@ def _fact_record(where: str, record: dict) -> FactRecord:
         valid_from=valid_from,
         valid_to=valid_to,
         occurred_at=occurred_at,
-        metadata=_object(record, "metadata") or {},
+        metadata=_metadata(record),
         source_messages=source_messages,
         reviewed_at=_time(record, "reviewed_at"),
         archived_at=_time(record, "archived_at"),
@@ -533,6 +540,12 @@ def _episode_record(where: str, record: dict) -> EpisodeRecord:
     if "messages" not in record:
         raise _Invalid("This field is required.", "messages")
     messages = clean_messages(record["messages"], per_request_limit=False)
+    if len(messages) > settings.EPISODES_MAX_MESSAGES_PER_EPISODE:
+        raise _Invalid(
+            f"The episode holds {len(messages):,} messages, at most {settings.EPISODES_MAX_MESSAGES_PER_EPISODE:,} "
+            "(EPISODES_MAX_MESSAGES_PER_EPISODE).",
+            "messages",
+        )
     chars = sum(len(message["content"]) for message in messages)
     if chars > settings.EPISODES_MAX_EPISODE_CHARS:
         raise _Invalid(
@@ -616,7 +629,7 @@ def _mem0_fact(where: str, record: dict) -> FactRecord:
     categories = record.get("categories") or []
     if not isinstance(categories, list) or not all(isinstance(name, str) for name in categories):
         raise _Invalid("Must be a list of strings.", "categories")
-    metadata = dict(_object(record, "metadata") or {})
+    metadata = dict(_metadata(record))
     metadata["mem0"] = {"id": ref} | ({"categories": categories} if categories else {})
     if record.get("run_id") is not None:
         metadata["mem0"]["run_id"] = _text(record, "run_id")
@@ -911,10 +924,21 @@ def memories_import(
     user_id: str | None,
     actor: str,
     on_user: Callable[[UserImportReport], None] | None = None,
+    max_facts: int | None = None,
 ) -> ImportReport:
     """Import a file (import_read) into `tenant`: into `user_id`, or (None) into the users it names. Nothing is written
-    unless the whole file reads; then each user's part is written all or nothing, one user after the other."""
+    unless the whole file reads; then each user's part is written all or nothing, one user after the other.
+    max_facts: a file holding more facts is refused (413) before anything is embedded or written."""
     read = import_read(data, user_id=user_id)
+    facts = sum(len(part.facts) for part in read.parts.values())
+    if max_facts is not None and facts > max_facts:
+        raise ApplicationError(
+            f"The file holds {facts:,} facts; an import over the API takes at most {max_facts:,} "
+            "(FACTS_IMPORT_MAX_BATCH). Import it in parts, or with manage.py import_memories.",
+            code="payload_too_large",
+            status_code=413,
+            details={"facts": facts, "max_facts": max_facts},
+        )
     users = []
     for target, part in read.parts.items():
         users.append(user_import(tenant=tenant, user_id=target, part=part, actor=actor))

@@ -14,7 +14,7 @@ from ai.services import active_embedding_model, embed_texts
 from core.db import copy_insert
 from core.statistics import tenant_statistics_refresh_after_commit
 from core.timestamps import parse_timestamp
-from core.validation import validate_user_id
+from core.validation import validate_metadata, validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content, hold_reason
@@ -137,9 +137,7 @@ def _import_fact(item: dict, *, tenant: Tenant, model_name: str, now: datetime) 
     pinned = item.get("pinned", False)
     if not isinstance(pinned, bool):
         raise ValidationError({"pinned": "Must be true or false."})
-    metadata = item.get("metadata") or {}
-    if not isinstance(metadata, dict):
-        raise ValidationError({"metadata": "Must be an object."})
+    metadata = validate_metadata(item.get("metadata"))
     agent_id = item.get("agent_id") or ""
     if not isinstance(agent_id, str) or len(agent_id) > 255:
         raise ValidationError({"agent_id": "Must be text of at most 255 characters."})

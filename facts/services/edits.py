@@ -9,6 +9,7 @@ from django.utils import timezone
 from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
+from core.validation import validate_metadata
 from tenancy.models import Tenant
 
 from ..content import clean_content, hold_reason
@@ -30,6 +31,8 @@ def fact_update(*, tenant: Tenant, fact_id: int, actor: str, **changes) -> Fact:
         raise ValidationError({name: "This field cannot be changed." for name in sorted(unknown)})
     if "content" in changes:
         changes["content"] = clean_content(changes["content"])
+    if "metadata" in changes:
+        changes["metadata"] = validate_metadata(changes["metadata"])
     reembed = {"content", "occurred_at"} & set(changes)
     vector = None
     if reembed:  # embedded before the row lock is taken: a slow embedding call must not hold it

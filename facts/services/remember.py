@@ -23,7 +23,7 @@ from ai.errors import AIProviderError
 from ai.services import active_embedding_model, embed_query
 from core.errors import ApplicationError
 from core.locks import LockNamespace, xact_lock
-from core.validation import validate_user_id
+from core.validation import validate_metadata, validate_user_id
 from tenancy.models import Tenant
 
 from ..content import clean_content, hold_reason, normalised
@@ -138,7 +138,7 @@ def fact_new(
         source=source,
         pinned=pinned,
         occurred_at=occurred_at,
-        metadata=metadata or {},
+        metadata=validate_metadata(metadata),
         source_episode=source_episode,
         source_messages=source_messages or [],
         embedding_model=active_embedding_model(),

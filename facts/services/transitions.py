@@ -4,6 +4,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from core.errors import ApplicationError
+from core.validation import metadata_within_limits
 from tenancy.models import Tenant
 
 from ..models import Fact, FactConflict, FactEvent
@@ -43,7 +44,9 @@ def fact_merge_into(existing: Fact, new: Fact, *, refined: bool, actor: str) -> 
     existing.confidence = round(min(1.0, existing.confidence + (1 - existing.confidence) * new.confidence * 0.5), 4)
     existing.confidence = max(existing.confidence, new.confidence)
     existing.pinned = existing.pinned or new.pinned
-    existing.metadata = {**existing.metadata, **new.metadata}
+    merged_metadata = {**existing.metadata, **new.metadata}
+    if metadata_within_limits(merged_metadata):  # else the held fact keeps its own: merges never grow it unbounded
+        existing.metadata = merged_metadata
     existing.occurred_at = existing.occurred_at or new.occurred_at
     if refined:
         existing.content, existing.embedding = new.content, new.embedding
