@@ -31,11 +31,11 @@ graceful_timeout = int(os.environ.get("WEB_GRACEFUL_TIMEOUT", "30"))
 keepalive = int(os.environ.get("WEB_KEEPALIVE", "5"))
 # Behind a reverse proxy that sets X-Forwarded-Proto: the addresses it connects from (comma-separated).
 forwarded_allow_ips = os.environ.get("WEB_FORWARDED_ALLOW_IPS", "127.0.0.1")
-accesslog = "-"  # stdout, one line per request
+# No access log of gunicorn's own: a path holds user ids (an erased user's stayed in it). The app writes one line per
+# request (the "access" logger), naming the route pattern, never the path.
+accesslog = None
 errorlog = "-"
 loglevel = os.environ.get("LOG_LEVEL", "info").lower()
-# The path without its query string (%(U)s, not %(r)s): query strings can carry what users said.
-access_log_format = '%(h)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
 # gunicorn 24+'s control socket sits in ~/.gunicorn, one per user: several servers on one host would fight over it.
 control_socket_disable = True
 # The app is loaded in each worker, not the master, so SIGHUP picks up new code and settings.

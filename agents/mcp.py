@@ -32,8 +32,8 @@ from rest_framework import exceptions
 
 from core.api_errors import error_body
 from core.request_context import tenant_id_set
-from tenancy.authentication import ApiClient, ApiKeyAuthentication
-from tenancy.throttling import ApiKeyBurstThrottle, ApiKeyRateThrottle, AuthFailureThrottle
+from tenancy.authentication import ApiClient, ApiKeyAuthentication, failed_authentication_count
+from tenancy.throttling import ApiKeyBurstThrottle, ApiKeyRateThrottle
 
 from .tools import TOOLS, ToolResult, tool_call
 
@@ -166,8 +166,8 @@ def mcp_authenticate(request: HttpRequest) -> ApiClient:
     """The API's own checks on a request to /mcp: its key (a wrong or missing one counted per address by
     AuthFailureThrottle), then the key's rates. Raises the DRF exception the API would answer with."""
     found = ApiKeyAuthentication().authenticate(request)
-    if found is None:
-        AuthFailureThrottle().record_failure(request)  # as HasApiKey does for the API
+    if found is None:  # as HasApiKey does for the API
+        failed_authentication_count(request)
         raise exceptions.NotAuthenticated()
     client = found[0]
     request.user = client  # what the key throttles read

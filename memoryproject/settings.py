@@ -239,6 +239,10 @@ FACTS_JUDGE_CANDIDATES = env.int("FACTS_JUDGE_CANDIDATES", default=5)
 # The chat judge is only asked about neighbours at least this similar (saves calls on unrelated facts).
 FACTS_LLM_JUDGE_MIN_SIMILARITY = env.float("FACTS_LLM_JUDGE_MIN_SIMILARITY", default=0.3)
 FACTS_IMPORT_MAX_BATCH = env.int("FACTS_IMPORT_MAX_BATCH", default=1000)
+# A fact's metadata (core.validation.validate_metadata): compact JSON bytes, keys at every level, nesting levels.
+METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=16 * 1024)
+METADATA_MAX_KEYS = env.int("METADATA_MAX_KEYS", default=100)
+METADATA_MAX_DEPTH = env.int("METADATA_MAX_DEPTH", default=5)
 # Search: fused = w * cosine + (1 - w) * BM25 (scaled to the query's best keyword hit); see bench/locomo_recall.py.
 FACTS_SEARCH_VECTOR_WEIGHT = env.float("FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
 # BM25 length normalisation (0 = off) and saturation: one-sentence facts rank best without it (LoCoMo recall@10
@@ -332,6 +336,8 @@ EPISODES_MAX_MESSAGES_PER_REQUEST = env.int("EPISODES_MAX_MESSAGES_PER_REQUEST",
 EPISODES_MAX_MESSAGE_CHARS = env.int("EPISODES_MAX_MESSAGE_CHARS", default=20000)
 # Characters of all messages of one episode (session), what is stored plus what is posted.
 EPISODES_MAX_EPISODE_CHARS = env.int("EPISODES_MAX_EPISODE_CHARS", default=200000)
+# Messages of one episode, what is stored plus what is posted (or imported).
+EPISODES_MAX_MESSAGES_PER_EPISODE = env.int("EPISODES_MAX_MESSAGES_PER_EPISODE", default=5000)
 # Sessions whose user messages hold fewer characters than this are not mined for facts (skipped, reason kept).
 EPISODES_EXTRACT_MIN_USER_CHARS = env.int("EPISODES_EXTRACT_MIN_USER_CHARS", default=20)
 # An episode still pending (or running with no live run) this long after its last change lost its task (a broker
@@ -453,6 +459,10 @@ REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = [
 ]
 # IsAuthenticated, counting a request without a key as a failed authentication of its address.
 REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = ["tenancy.authentication.HasApiKey"]
+# The admin's sign-in: wrong passwords for one user from one address before that pair is locked out, and for how long
+# (review.login); an address is locked whatever the user after four times as many.
+ADMIN_LOGIN_MAX_FAILURES = env.int("ADMIN_LOGIN_MAX_FAILURES", default=5)
+ADMIN_LOGIN_LOCK_SECONDS = env.int("ADMIN_LOGIN_LOCK_SECONDS", default=900)
 # Reverse proxies in front that append the client to X-Forwarded-For: 0 = the client is REMOTE_ADDR (a client
 # could otherwise pick its own address in that header).
 REST_FRAMEWORK["NUM_PROXIES"] = env.int("API_NUM_PROXIES", default=0)

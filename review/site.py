@@ -7,12 +7,14 @@ from django.contrib import admin
 from django.urls import path
 
 from . import selectors, views
+from .login import ThrottledAdminLoginForm
 
 
 class MemoryAdminSite(admin.AdminSite):
     site_header = "memoryproject — memory review"
     site_title = "memoryproject"
     index_template = "review/index.html"
+    login_form = ThrottledAdminLoginForm
 
     def get_urls(self):
         console = [

@@ -9,6 +9,7 @@ from django.http import Http404, JsonResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
 from core.admin import staff_actor
@@ -96,7 +97,7 @@ def _answer(request, body: dict, status: int = 200):
             messages.success(request, f"#{fact_id}: {body['decision'].replace('_', ' ')}d ({result['status']}).")
         else:
             messages.warning(request, f"#{fact_id}: {result['error']}")
-    return redirect(request.POST.get("next") or reverse("admin:review-queue"))
+    return redirect(_back(request, default=reverse("admin:review-queue")))
 
 
 def conflicts(request, site):
@@ -148,7 +149,16 @@ def resolve(request, site, conflict_id: int):
         messages.success(request, f"Conflict #{conflict.pk} resolved: {resolution.replace('_', ' ')}.")
     else:
         messages.warning(request, f"Conflict #{conflict.pk}: {result['error']}")
-    return redirect(request.POST.get("next") or reverse("admin:review-conflicts"))
+    return redirect(_back(request, default=reverse("admin:review-conflicts")))
+
+
+def _back(request, *, default: str) -> str:
+    """Where a decision returns to: the posted `next` when it is a page of this site, else `default` (a posted
+    address elsewhere would make the console an open redirect)."""
+    target = request.POST.get("next") or ""
+    if url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return default
 
 
 def fact_page(request, site, fact_id: int):

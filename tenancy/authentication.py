@@ -37,20 +37,16 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
     keywords = ("bearer",)  # the schemes accepted, lowercase
 
     def authenticate(self, request):
-        # An address past its failed attempts is refused before any key is looked up, a good one included.
-        failures = AuthFailureThrottle()
-        if not failures.allow_request(request):
-            raise exceptions.Throttled(failures.wait())
         header = authentication.get_authorization_header(request).decode("latin-1").split()
         if not header or header[0].lower() not in self.keywords:
             return None  # no key: HasApiKey refuses it (and counts the failure) where a key is required
         if len(header) != 2:
-            failures.record_failure(request)
-            raise exceptions.AuthenticationFailed(f"Malformed Authorization header: expected '{self.keyword} <key>'.")
+            refuse_failed_authentication(request, f"Malformed Authorization header: expected '{self.keyword} <key>'.")
         api_key = api_key_find_active(key=header[1])
         if api_key is None:
-            failures.record_failure(request)
-            raise exceptions.AuthenticationFailed("Unknown or revoked API key.")
+            refuse_failed_authentication(request, "Unknown or revoked API key.")
+        # A valid key is served whatever its address's failures: one misbehaving client behind a shared proxy or
+        # NAT must not lock out the tenants that authenticate from there.
         tenant_id_set(api_key.tenant_id)  # every log line of the request names its tenant from here on
         return ApiClient(api_key=api_key), api_key
 
@@ -67,7 +63,7 @@ class HasApiKey(permissions.IsAuthenticated):
 
     def has_permission(self, request, view):
         if not super().has_permission(request, view):
-            AuthFailureThrottle().record_failure(request)  # no key at all: a wrong one fails before permissions
+            failed_authentication_count(request)  # no key at all: a wrong one failed before permissions
             return False
         scope = required_scope(request, view)
         if scope == ANY_KEY or request.user.api_key.has_scope(scope):
@@ -78,6 +74,20 @@ class HasApiKey(permissions.IsAuthenticated):
             f"manage.py create_api_key TENANT --scopes {scope}"
         )
         return False
+
+
+def failed_authentication_count(request) -> None:
+    """One failure more for the request's address (a wrong, revoked, malformed or missing key); Throttled (429) once
+    the address is past AUTH_FAILURE_THROTTLE_RATE. Only failures are slowed, never the keys that work."""
+    failures = AuthFailureThrottle()
+    if not failures.allow_request(request):
+        raise exceptions.Throttled(failures.wait())
+    failures.record_failure(request)
+
+
+def refuse_failed_authentication(request, message: str):
+    failed_authentication_count(request)
+    raise exceptions.AuthenticationFailed(message)
 
 
 def required_scope(request, view) -> str:

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -125,8 +126,11 @@ def test_gunicorn_workers_load_the_model_at_start_with_the_torch_threads_asked_a
         reloaded = read_until(server.stdout, "embedding model all-MiniLM-L6-v2 ready", server)
         assert first_worker not in reloaded[-1], "SIGHUP did not start a new worker"
         assert wait_for_health(f"http://127.0.0.1:{port}/api/health", server)["status"] == "ok"
-        # gunicorn's access line (the app's own JSON line for the request comes too, before or after it)
-        assert read_until(server.stdout, '"GET /api/health HTTP/1.1" 200', server)
+        with pytest.raises(urllib.error.HTTPError):  # no key: 401, and a line in the access log
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/users/erased-alice/export")
+        # The app's own access line, naming the route: no line names a path with a user id in it.
+        logged = read_until(server.stdout, "/api/v1/users/<path:user_id>/export 401", server)
+        assert not any("erased-alice" in line for line in logged)
     finally:
         server.send_signal(signal.SIGTERM)
         server.wait(timeout=60)

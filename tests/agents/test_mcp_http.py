@@ -201,8 +201,7 @@ def test_failed_authentications_are_counted_like_the_apis(base_url, key, setting
     )
 
     assert statuses == [401, 401, 401, 429]
-    assert good.status_code == 429  # the address is refused before its key is looked up, as on the API
-    assert int(good.headers["Retry-After"]) >= 1
+    assert good.status_code == 200  # a valid key is served whatever its address's failures, as on the API
 
 
 def test_another_tenants_facts_are_never_visible_nor_reachable(base_url, key):

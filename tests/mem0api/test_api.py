@@ -74,10 +74,12 @@ def test_failed_keys_are_throttled_per_address_as_on_the_rest_of_the_api(tenant_
     for _ in range(2):
         assert anonymous.get("/mem0/v1/ping/", HTTP_AUTHORIZATION="Token mp_wrong").status_code == 401
 
-    response = anonymous.get("/mem0/v1/ping/", HTTP_AUTHORIZATION=f"Token {tenant_and_key[1]}")
+    response = anonymous.get("/mem0/v1/ping/", HTTP_AUTHORIZATION="Token mp_wrong")
+    valid = anonymous.get("/mem0/v1/ping/", HTTP_AUTHORIZATION=f"Token {tenant_and_key[1]}")
 
     assert error_of(response)[:2] == (429, "throttled")
     assert int(response["Retry-After"]) >= 1
+    assert valid.status_code == 200  # the failures are slowed, never a key that works
 
 
 # --- errors in the Mem0 answer ------------------------------------------------------------------------------------
