@@ -42,7 +42,7 @@ class ForgetRunOutputSerializer(serializers.ModelSerializer):
 
 
 class ForgetPolicyApi(ApiView):
-    required_scope = {"PUT": ADMIN, "PATCH": ADMIN}
+    required_scope = {"PUT": ADMIN, "PATCH": ADMIN, "DELETE": ADMIN}
 
     class InputSerializer(BodySerializer):
         enabled = serializers.BooleanField()

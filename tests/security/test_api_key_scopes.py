@@ -88,6 +88,7 @@ def test_the_tenants_settings_and_keys_need_the_admin_scope():
     }  # fmt: skip
 
     assert writer.put("/api/v1/forget-policy", policy, format="json").status_code == 403
+    assert writer.delete("/api/v1/forget-policy").status_code == 403
     assert admin.put("/api/v1/forget-policy", policy, format="json").status_code == 200
     assert writer.get("/api/v1/keys").status_code == 403
     assert writer.post("/api/v1/keys", {"scopes": [ADMIN]}, format="json").status_code == 403
