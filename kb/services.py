@@ -200,6 +200,7 @@ def document_upload(
         )
     try:
         resolved = resolve_content_type(filename, content_type)
+        _refuse_over_format_limit(len(data), resolved)
         if resolved in READ_BY_WORKER:
             return _document_upload_raw(
                 tenant=tenant, doc_id=doc_id, data=data, filename=filename, content_type=resolved, title=title
@@ -225,6 +226,18 @@ def document_upload(
         background=background,
         queue_when_embedding_fails=True,
     )
+
+
+def _refuse_over_format_limit(size: int, content_type: str) -> None:
+    limit = settings.KB_MAX_UPLOAD_BYTES_BY_TYPE.get(content_type)
+    if limit is not None and size > limit:
+        raise ApplicationError(
+            f"The {content_type} document is {size:,} bytes; the limit for {content_type} is {limit:,} bytes "
+            "(KB_MAX_UPLOAD_BYTES_BY_TYPE).",
+            code="payload_too_large",
+            status_code=HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+            details={"size_bytes": size, "max_bytes": limit},
+        )
 
 
 def _document_upload_raw(

@@ -281,6 +281,10 @@ CONTEXT_FACTS_MIN_SIMILARITY = env.float("CONTEXT_FACTS_MIN_SIMILARITY", default
 CONTEXT_DOCUMENTS_MIN_SIMILARITY = env.float("CONTEXT_DOCUMENTS_MIN_SIMILARITY", default=None)
 # Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.
 KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
+# Lower caps for some formats, "type=bytes;type=bytes": HTML is mostly markup, its text a fraction of its bytes.
+KB_MAX_UPLOAD_BYTES_BY_TYPE = env.dict(
+    "KB_MAX_UPLOAD_BYTES_BY_TYPE", cast={"value": int}, default={"html": 2 * 1024 * 1024}
+)
 # An uploaded HTML or PDF file is read by the worker in a child process under these limits (kb.parsing); a file that
 # breaks one ends `failed`, naming it. Any document is refused past KB_MAX_CHUNKS_PER_DOCUMENT chunks.
 KB_PARSE_TIMEOUT_SECONDS = env.int("KB_PARSE_TIMEOUT_SECONDS", default=60)

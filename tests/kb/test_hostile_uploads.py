@@ -95,3 +95,15 @@ def test_a_hostile_replacement_leaves_the_previous_version_searchable(api, uploa
     assert detail["status"] == "failed"
     hits = api.post("/api/v1/kb/search", {"query": "reset the router"}, format="json").json()["results"]
     assert [hit["doc_id"] for hit in hits] == ["manual.pdf"]
+
+
+def test_a_format_past_its_own_byte_limit_is_413_before_anything_is_stored(api, upload, tenant, settings):
+    settings.KB_MAX_UPLOAD_BYTES_BY_TYPE = {"html": 1000}
+
+    response = upload("big.html", b"<p>" + b"x" * 2000 + b"</p>")
+    small = upload("small.html", b"<p>Hello</p>")
+
+    assert response.status_code == 413
+    assert "(KB_MAX_UPLOAD_BYTES_BY_TYPE)" in response.json()["error"]["message"]
+    assert small.status_code == 202
+    assert list(Document.objects.filter(tenant=tenant).values_list("doc_id", flat=True)) == ["small.html"]
