@@ -35,8 +35,8 @@ class FactOutputSerializer(serializers.ModelSerializer):
         ]  # fmt: skip
         extra_kwargs = {
             "hold_reason": {
-                "help_text": "Why it waits for review whatever its confidence: 'instruction-like: ...' when its text "
-                "reads as instructions to an assistant. Empty otherwise."
+                "help_text": "Why it was held for review whatever its confidence: 'instruction-like: ...' when its "
+                "text reads as instructions to an assistant (kept once a person approves it). Empty otherwise."
             }
         }
 
