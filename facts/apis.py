@@ -1,5 +1,7 @@
 """The facts API: thin views that validate, call one service or selector, and present the result."""
 
+import json
+
 from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -8,7 +10,9 @@ from rest_framework.response import Response
 from core.api_fields import CommaSeparatedChoicesField, DegradedField, IdentifierField, TimestampField
 from core.apis import ApiView, BodySerializer, PageQuerySerializer
 from core.pagination import page_schema, paginated_response
+from core.parsers import json_problem_check
 from core.validation import validate_visible_text
+from search.filters import FilterError
 from tenancy.authentication import request_actor, request_tenant
 from tenancy.scopes import REVIEW
 
@@ -16,6 +20,22 @@ from . import selectors, services
 from .models import Fact, FactConflict, FactEvent
 
 EMBEDDING_STATES = ["ready", "pending"]
+
+
+class FilterQueryField(serializers.CharField):
+    """A query parameter holding a filter (JSON), parsed into the filter language's tree; a 400 names the path."""
+
+    def to_internal_value(self, data):
+        text = super().to_internal_value(data)
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            raise serializers.ValidationError("Must be JSON: a filter object.") from None
+        json_problem_check(value)  # NUL characters, lone surrogates, nesting past API_MAX_JSON_DEPTH
+        try:
+            return selectors.fact_filters_parse(value, path="")
+        except FilterError as error:  # named below the field, as "filters.AND[1].category"
+            raise serializers.ValidationError({error.path.lstrip(".") or "non_field_errors": [error.reason]}) from None
 
 
 class FactOutputSerializer(serializers.ModelSerializer):
@@ -72,6 +92,11 @@ class FactListCreateApi(ApiView):
         pinned = serializers.BooleanField(required=False, allow_null=True, default=None)
         agent_id = serializers.CharField(required=False, max_length=255)
         validity = serializers.ChoiceField(["current", "superseded", "all"], default="current")
+        filters = FilterQueryField(
+            required=False,
+            help_text='The filter language as JSON, e.g. {"AND": [{"category": "preference"}, '
+            '{"metadata.priority": {"gte": 2}}]} (docs/filters.md).',
+        )
 
     class InputSerializer(BodySerializer):
         user_id = IdentifierField()
@@ -110,6 +135,7 @@ class FactListCreateApi(ApiView):
             pinned=data.get("pinned"),
             agent_id=data.get("agent_id"),
             validity=data["validity"],
+            filters=data.get("filters"),
         )
         return paginated_response(request, self, queryset, FactOutputSerializer)
 

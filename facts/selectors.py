@@ -15,6 +15,9 @@ from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
+from search.filters import Field as FilterField
+from search.filters import Node as FilterNode
+from search.filters import filter_parse, filter_q
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent, FactSearchCount
@@ -35,9 +38,13 @@ def facts_list(
     pinned: bool | None = None,
     agent_id: str | None = None,
     validity: str = "current",
+    filters: FilterNode | None = None,
 ) -> QuerySet[Fact]:
-    """A user's facts, newest first. validity: current (not superseded), superseded, or all."""
+    """A user's facts, newest first. validity: current (not superseded), superseded, or all. filters: a tree of the
+    filter language (fact_filters_parse)."""
     queryset = Fact.objects.filter(tenant=tenant, user_id=user_id)
+    if filters is not None:
+        queryset = queryset.filter(filter_q(filters, fields=FACT_FILTER_FIELDS))
     if statuses:
         queryset = queryset.filter(status__in=statuses)
     if categories:
@@ -53,6 +60,29 @@ def facts_list(
     elif validity == "superseded":
         queryset = queryset.filter(valid_to__isnull=False)
     return queryset.order_by("-id")
+
+
+# What the filter language may name of a fact (search.filters): the same names in every API that takes filters.
+FACT_FILTER_FIELDS: dict[str, FilterField] = {
+    "id": FilterField("integer", "id"),
+    "category": FilterField("text", "category", tuple(Fact.Category.values)),
+    "agent_id": FilterField("text", "agent_id"),
+    "source": FilterField("text", "source", tuple(Fact.Source.values)),
+    "status": FilterField("text", "status", tuple(Fact.Status.values)),
+    "pinned": FilterField("boolean", "pinned"),
+    "confidence": FilterField("number", "confidence"),
+    "usage_count": FilterField("integer", "usage_count"),
+    "created_at": FilterField("datetime", "created_at"),
+    "updated_at": FilterField("datetime", "updated_at"),
+    "occurred_at": FilterField("datetime", "occurred_at"),
+    "last_used_at": FilterField("datetime", "last_used_at"),
+    "metadata": FilterField("metadata", "metadata"),
+}
+
+
+def fact_filters_parse(value, *, path: str = "filters") -> FilterNode:
+    """The filter language's tree of `value` (decoded JSON) over a fact's fields; FilterError naming the path."""
+    return filter_parse(value, fields=FACT_FILTER_FIELDS, path=path)
 
 
 def facts_active_count(*, tenant: Tenant, user_id: str) -> int:

@@ -1,0 +1,1 @@
+"""The search core's shared parts, below the domains: the filter language (search.filters)."""
