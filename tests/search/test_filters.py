@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.exceptions import ValidationError
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from facts.models import Fact
@@ -63,6 +63,7 @@ SCALARS = st.one_of(
     st.booleans(),
     st.sampled_from(["ops", "Ops", "a", "b", "", "high", "x", "2"]),
 )
+ORDERABLE = st.one_of(st.integers(-2, 4), st.sampled_from([0.5, 3.5, 2.0, "ops", "Ops", "a", "", "x"]))
 MOMENTS = st.integers(0, 40).map(lambda days: (START + timedelta(days=days)).isoformat())
 
 
@@ -74,9 +75,8 @@ def conditions():
         st.one_of(
             SCALARS,
             st.lists(SCALARS, max_size=3),
-            st.dictionaries(
-                st.sampled_from(["eq", "ne", "gt", "gte", "lt", "lte", "contains"]), SCALARS, min_size=1, max_size=2
-            ),
+            st.dictionaries(st.sampled_from(["eq", "ne", "contains"]), SCALARS, min_size=1, max_size=2),
+            st.dictionaries(st.sampled_from(["gt", "gte", "lt", "lte"]), ORDERABLE, min_size=1, max_size=2),
             st.dictionaries(st.sampled_from(["in", "nin"]), st.lists(SCALARS, min_size=1, max_size=3), min_size=1),
             st.dictionaries(st.just("exists"), st.booleans(), min_size=1),
         ),
@@ -120,7 +120,11 @@ def stored(db):
 @given(raw=FILTERS)
 def test_every_filter_selects_in_the_database_what_python_selects(stored, raw):
     tenant, facts = stored
-    node = fact_filters_parse(raw)
+    try:
+        node = fact_filters_parse(raw)
+    except FilterError as error:  # a chain of NOTs deeper than the grammar allows (refused: tested below)
+        assume("deeper than" not in error.reason)
+        raise
 
     found = set(facts_list(tenant=tenant, user_id="u1", validity="all", filters=node).values_list("pk", flat=True))
 
@@ -151,6 +155,7 @@ def test_some_filters_select_what_a_person_expects(stored):
         ({"category": {"like": "pre%"}}, "filters.category.like", "unknown operator; category takes eq, ne"),
         ({"category": "hobby"}, "filters.category", "expected one of preference"),
         ({"confidence": {"gt": "high"}}, "filters.confidence.gt", "expected a number"),
+        ({"metadata.priority": {"gt": True}}, "filters.metadata.priority.gt", "expected a number or a string"),
         ({"created_at": {"gte": "yesterday"}}, "filters.created_at.gte", "expected an ISO 8601"),
         ({"pinned": {"gt": True}}, "filters.pinned.gt", "unknown operator"),
         ({"OR": []}, "filters.OR", "expected a non-empty list"),
