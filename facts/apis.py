@@ -22,6 +22,13 @@ from .models import Fact, FactConflict, FactEvent
 EMBEDDING_STATES = ["ready", "pending"]
 
 
+def _filter_tree(value):
+    try:
+        return selectors.fact_filters_parse(value, path="")
+    except FilterError as error:  # named below the field, as "filters.AND[1].category"
+        raise serializers.ValidationError({error.path.lstrip(".") or "non_field_errors": [error.reason]}) from None
+
+
 class FilterQueryField(serializers.CharField):
     """A query parameter holding a filter (JSON), parsed into the filter language's tree; a 400 names the path."""
 
@@ -32,10 +39,14 @@ class FilterQueryField(serializers.CharField):
         except (ValueError, RecursionError):
             raise serializers.ValidationError("Must be JSON: a filter object.") from None
         json_problem_check(value)  # NUL characters, lone surrogates, nesting past API_MAX_JSON_DEPTH
-        try:
-            return selectors.fact_filters_parse(value, path="")
-        except FilterError as error:  # named below the field, as "filters.AND[1].category"
-            raise serializers.ValidationError({error.path.lstrip(".") or "non_field_errors": [error.reason]}) from None
+        return _filter_tree(value)
+
+
+class FilterBodyField(serializers.JSONField):
+    """A body field holding a filter, parsed into the filter language's tree (the body parser checked the JSON)."""
+
+    def to_internal_value(self, data):
+        return _filter_tree(super().to_internal_value(data))
 
 
 class FactOutputSerializer(serializers.ModelSerializer):
@@ -251,6 +262,36 @@ class FactImportItemSerializer(BodySerializer):
     valid_from = TimestampField(required=False, allow_null=True)
     metadata = serializers.DictField(required=False)
     agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
+
+
+class FactDeleteByFilterApi(ApiView):
+    """Delete the user's facts a filter selects: current ones, those waiting for review and the history alike."""
+
+    class InputSerializer(BodySerializer):
+        user_id = IdentifierField()
+        filters = FilterBodyField(help_text="The filter language (docs/filters.md); required: no filter, no deletion.")
+        agent_id = serializers.CharField(required=False, max_length=255)
+
+        class Meta:
+            ref_name = "FactDeleteByFilterInput"
+
+    class OutputSerializer(serializers.Serializer):
+        deleted = serializers.IntegerField()
+        fact_ids = serializers.ListField(child=serializers.IntegerField())
+
+    @extend_schema(request=InputSerializer, responses=OutputSerializer, operation_id="facts_delete_by_filter")
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        deleted = services.facts_delete_of_user(
+            tenant=request_tenant(request),
+            user_id=data["user_id"],
+            agent_id=data.get("agent_id"),
+            filters=data["filters"],
+            actor=request_actor(request),
+        )
+        return Response(self.OutputSerializer({"deleted": len(deleted), "fact_ids": deleted}).data)
 
 
 class FactImportApi(ApiView):

@@ -5,6 +5,7 @@ from . import apis
 urlpatterns = [
     path("facts", apis.FactListCreateApi.as_view(), name="facts"),
     path("facts/import", apis.FactImportApi.as_view(), name="facts-import"),
+    path("facts/delete", apis.FactDeleteByFilterApi.as_view(), name="facts-delete-by-filter"),
     path("facts/search", apis.FactSearchApi.as_view(), name="facts-search"),
     path("facts/<int:fact_id>", apis.FactDetailApi.as_view(), name="fact-detail"),
     path("facts/<int:fact_id>/history", apis.FactHistoryApi.as_view(), name="fact-history"),

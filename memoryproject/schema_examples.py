@@ -7,6 +7,9 @@ REQUEST_EXAMPLES: dict[str, dict] = {
     "health_ready": {},
     "whoami": {},
     "embedding_cache_stats": {},
+    "facts_delete_by_filter": {
+        "body": {"user_id": "alice", "filters": {"AND": [{"category": "project"}, {"metadata.source": "crm-sync"}]}}
+    },
     "api_keys_list": {"parameters": {"limit": 20}},
     "api_keys_create": {"body": {"name": "review console", "scopes": ["memory:read", "review"]}},
     "api_keys_update": {"parameters": {"key_id": 7}, "body": {"scopes": ["memory:read"]}},

@@ -11,9 +11,12 @@ from psycopg.types.json import Jsonb
 
 from core.admin import admin_log_entries
 from core.errors import ApplicationError
+from search.filters import Node as FilterNode
+from search.filters import filter_q
 from tenancy.models import Tenant
 
 from ..models import Fact, FactConflict, FactEvent
+from ..selectors import FACT_FILTER_FIELDS
 from .history import snapshot
 
 
@@ -24,12 +27,21 @@ def fact_delete(*, tenant: Tenant, fact_id: int, actor: str) -> None:
 
 
 def facts_delete_of_user(
-    *, tenant: Tenant, user_id: str, actor: str, agent_id: str | None = None, categories: list[str] | None = None
+    *,
+    tenant: Tenant,
+    user_id: str,
+    actor: str,
+    agent_id: str | None = None,
+    categories: list[str] | None = None,
+    filters: FilterNode | None = None,
 ) -> list[int]:
-    """Delete every fact of the user (of one agent, of some categories, when named): current ones, those waiting for
-    review and the history alike, so that nothing of it comes back on a later approval. Their events stay (the
-    erasure of the user, privacy.services.user_erase, is what leaves no trace)."""
+    """Delete every fact of the user (of one agent, of some categories, of those a filter of the filter language
+    selects, when named): current ones, those waiting for review and the history alike, so that nothing of it comes
+    back on a later approval. Their events stay (the erasure of the user, privacy.services.user_erase, is what
+    leaves no trace)."""
     fact_ids = Fact.objects.filter(tenant=tenant, user_id=user_id)
+    if filters is not None:
+        fact_ids = fact_ids.filter(filter_q(filters, fields=FACT_FILTER_FIELDS))
     if agent_id is not None:
         fact_ids = fact_ids.filter(agent_id=agent_id)
     if categories:

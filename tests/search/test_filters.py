@@ -227,3 +227,29 @@ def test_hostile_filter_text_is_a_400(api, text):
     response = api.get("/api/v1/facts", {"user_id": "alice", "filters": text})
 
     assert response.status_code == 400
+
+
+def test_a_delete_by_filter_deletes_exactly_what_the_filter_selects_of_that_user(api, tenant):
+    doomed = make_fact(tenant=tenant, user_id="alice", content="from the CRM", metadata={"source": "crm-sync"})
+    kept = make_fact(tenant=tenant, user_id="alice", content="said in chat", metadata={"source": "chat"})
+    other_user = make_fact(tenant=tenant, user_id="bob", content="bob's CRM", metadata={"source": "crm-sync"})
+    other_tenant = make_fact(tenant=make_tenant("globex")[0], user_id="alice", metadata={"source": "crm-sync"})
+
+    response = api.post(
+        "/api/v1/facts/delete", {"user_id": "alice", "filters": {"metadata.source": "crm-sync"}}, format="json"
+    )
+
+    assert response.status_code == 200
+    assert response.json() == {"deleted": 1, "fact_ids": [doomed.pk]}
+    assert set(Fact.objects.values_list("pk", flat=True)) == {kept.pk, other_user.pk, other_tenant.pk}
+
+
+def test_a_delete_needs_a_valid_filter(api, tenant):
+    make_fact(tenant=tenant, user_id="alice", content="kept")
+
+    missing = api.post("/api/v1/facts/delete", {"user_id": "alice"}, format="json")
+    bad = api.post("/api/v1/facts/delete", {"user_id": "alice", "filters": {"colour": "red"}}, format="json")
+
+    assert (missing.status_code, bad.status_code) == (400, 400)
+    assert bad.json()["error"]["message"].startswith("filters.colour: unknown field or operator")
+    assert Fact.objects.filter(tenant=tenant).count() == 1

@@ -25,6 +25,7 @@ SEARCH = {"user_id": USER_ID, "query": "PostgreSQL green tea Lisbon nurse"}
 REQUESTS = {
     ("whoami", "GET"): {},
     ("api-keys", "GET"): {},
+    ("facts-delete-by-filter", "POST"): {"data": {"user_id": USER_ID, "filters": {"category": "preference"}}},
     ("api-keys", "POST"): {"data": {"name": "b's key"}},
     ("api-key-detail", "PATCH"): {"data": {"scopes": ["memory:read"]}},
     ("api-key-detail", "DELETE"): {},
