@@ -89,12 +89,18 @@ def _over_time(limits: ParseLimits) -> str:
 
 
 def _died(finished: subprocess.CompletedProcess, limits: ParseLimits) -> str:
-    """Why the child ended without an answer: its CPU time ran out (SIGXCPU or SIGKILL), or its memory did."""
+    """Why the child ended without an answer: its CPU time ran out (SIGXCPU or SIGKILL), its memory did, or it
+    failed otherwise (the last line it wrote says how)."""
     if finished.returncode in (-9, -24):  # SIGKILL, SIGXCPU: the CPU limit
         return _over_time(limits)
-    if b"MemoryError" in finished.stderr or finished.returncode != 0:
-        return f"reading it needed more than {limits.memory_mb} MB (KB_PARSE_MAX_MEMORY_MB)"
-    return "the reader gave no answer"
+    if b"MemoryError" in finished.stderr:
+        return _over_memory(limits.memory_mb)
+    last_line = (finished.stderr.decode(errors="replace").strip().splitlines() or ["no answer"])[-1]
+    return f"the reader failed (exit status {finished.returncode}: {last_line[:200]})"
+
+
+def _over_memory(memory_mb: int) -> str:
+    return f"reading it needed more than {memory_mb} MB (KB_PARSE_MAX_MEMORY_MB)"
 
 
 # --- the child ----------------------------------------------------------------------------------------------------
@@ -111,9 +117,8 @@ def _child(argv: list[str]) -> dict:
     parser.add_argument("--pdf-pages", type=int, required=True)
     parser.add_argument("--chunks", type=int, required=True)
     args = parser.parse_args(argv)
-    memory = args.memory_mb * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-    resource.setrlimit(resource.RLIMIT_CPU, (args.seconds, args.seconds + 1))
+    _limit(resource.RLIMIT_AS, args.memory_mb * 1024 * 1024)
+    _limit(resource.RLIMIT_CPU, args.seconds)
     data = sys.stdin.buffer.read()
     try:
         loaded = load_bytes(data, filename=args.filename, content_type=args.content_type, max_pdf_pages=args.pdf_pages)
@@ -126,10 +131,17 @@ def _child(argv: list[str]) -> dict:
     except DocumentLoadError as error:
         return {"error": error.reason}
     except MemoryError:
-        return {"error": f"reading it needed more than {args.memory_mb} MB (KB_PARSE_MAX_MEMORY_MB)"}
+        return {"error": _over_memory(args.memory_mb)}
     if len(chunks) > args.chunks:
         return {"error": too_many_chunks(len(chunks), args.chunks)}
     return {**asdict(loaded), "chunks": [asdict(chunk) for chunk in chunks]}
+
+
+def _limit(which: int, value: int) -> None:
+    """Lower a resource limit to `value` (never above the hard limit the process was started with)."""
+    _, hard = resource.getrlimit(which)
+    value = value if hard == resource.RLIM_INFINITY else min(value, hard)
+    resource.setrlimit(which, (value, hard))
 
 
 def too_many_chunks(count: int, limit: int) -> str:

@@ -189,8 +189,8 @@ def _value(operator: str, value, kind: str, field: Field | None, path: str):
         if kind == METADATA and not (_is_number(scalar) or isinstance(scalar, str)):
             raise FilterError(path, "expected a number or a string")
         return scalar
-    if operator == "contains":
-        return _scalar(value, kind, field, path)
+    if operator == "contains":  # a part of a value: no need to be one of the field's choices
+        return _scalar(value, kind, None, path)
     if kind == METADATA and isinstance(value, list):  # eq / ne of a whole list
         return tuple(_scalar(item, kind, field, f"{path}[{n}]") for n, item in enumerate(value))
     return _scalar(value, kind, field, path)

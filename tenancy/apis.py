@@ -1,4 +1,3 @@
-from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
@@ -100,10 +99,7 @@ class ApiKeyDetailApi(ApiView):
         serializer = self.UpdateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         api_key = api_key_get(tenant=request_tenant(request), key_id=key_id)
-        try:
-            api_key = api_key_scopes_set(api_key=api_key, scopes=serializer.validated_data["scopes"])
-        except ValidationError as error:
-            raise serializers.ValidationError({"scopes": error.messages}) from error
+        api_key = api_key_scopes_set(api_key=api_key, scopes=serializer.validated_data["scopes"])
         return Response(ApiKeyOutputSerializer(api_key).data)
 
     @extend_schema(request=None, responses=ApiKeyOutputSerializer, operation_id="api_keys_revoke")

@@ -83,7 +83,8 @@ def conditions():
     )
     declared = st.one_of(
         st.tuples(st.just("category"), st.one_of(st.sampled_from(Fact.Category.values),
-                  st.fixed_dictionaries({"in": st.lists(st.sampled_from(Fact.Category.values), min_size=1)})),),
+                  st.fixed_dictionaries({"in": st.lists(st.sampled_from(Fact.Category.values), min_size=1)}),
+                  st.fixed_dictionaries({"contains": st.sampled_from(["pref", "ro", "zz"])}))),
         st.tuples(st.just("agent_id"), st.one_of(st.sampled_from(["", "coder", "billing"]),
                   st.fixed_dictionaries({"contains": st.sampled_from(["od", "b", "x"])}))),
         st.tuples(st.just("pinned"), st.booleans()),
@@ -154,6 +155,7 @@ def test_some_filters_select_what_a_person_expects(stored):
         ({"colour": "red"}, "filters.colour", "unknown field or operator"),
         ({"category": {"like": "pre%"}}, "filters.category.like", "unknown operator; category takes eq, ne"),
         ({"category": "hobby"}, "filters.category", "expected one of preference"),
+        ({"category": {"in": ["profile", "hobby"]}}, "filters.category.in[1]", "expected one of preference"),
         ({"confidence": {"gt": "high"}}, "filters.confidence.gt", "expected a number"),
         ({"metadata.priority": {"gt": True}}, "filters.metadata.priority.gt", "expected a number or a string"),
         ({"created_at": {"gte": "yesterday"}}, "filters.created_at.gte", "expected an ISO 8601"),

@@ -60,9 +60,9 @@ def test_an_instruction_extracted_from_a_conversation_waits_for_review(settings,
         client_with_key(key).post("/api/v1/episodes", episode, format="json")
 
     extracted = Fact.objects.filter(tenant=tenant, source=Fact.Source.EXTRACTED)
-    assert extracted.exists()
-    assert all(fact.status == Fact.Status.PENDING for fact in extracted if instruction_signal(fact.content))
-    assert not extracted.filter(status=Fact.Status.ACTIVE, content__icontains="ignore").exists()
+    held = extracted.filter(content__icontains="ignore previous instructions")
+    assert [(fact.status, fact.hold_reason.split(":")[0]) for fact in held] == [("pending", "instruction-like")]
+    assert not extracted.filter(status=Fact.Status.ACTIVE).exists()
 
 
 def test_the_tool_mem0_and_import_paths_hold_instructions_too():
