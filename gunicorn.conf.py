@@ -2,8 +2,9 @@
 
     gunicorn -c gunicorn.conf.py            # web; run `manage.py qcluster` beside it for the background tasks
 
-Everything comes from the environment (README "Serving"). SIGHUP reloads gracefully: new workers start (and load
-the embedding model) before the old ones finish their requests and exit; SIGTERM stops gracefully, SIGINT at once.
+Everything comes from the environment (docs/configuration.md, "Serving"). SIGHUP reloads gracefully: new workers
+start (and load the embedding model) before the old ones finish their requests and exit; SIGTERM stops gracefully,
+SIGINT at once.
 """
 
 import os

@@ -14,7 +14,7 @@ speaker's name out of each observation (the product never learns it, and it woul
   FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE would auto-approve (how many, how many near) and leave for review.
 Prints figures; asserts nothing. Uses a throwaway tenant of the current database and deletes it afterwards.
 
-Measured 2026-12-01 (MiniLM, 5 conversations, 128 sessions): see the README's quality table.
+Measured 2026-12-01 (MiniLM, 5 conversations, 128 sessions): see the quality table in docs/memory.md.
 """
 
 import argparse

@@ -1,6 +1,6 @@
 """Settings, all from the environment (django-environ); a `.env` file beside manage.py is read when present.
 
-Every variable is listed in README.md and .env.example.
+Every variable is listed in docs/configuration.md and .env.example.
 """
 
 import importlib.util

@@ -58,7 +58,7 @@ def api_get(base_url: str, key: str, path: str) -> dict:
         return json.load(response)
 
 
-# The review console (/admin/review/): its keyboard, its items, and the pictures of it in the README.
+# The review console (/admin/review/): its keyboard, its items, and the pictures of it in docs/review.md.
 
 
 def press(page: WebDriver, *keys: str) -> None:
@@ -106,7 +106,7 @@ def messages(page: WebDriver) -> str:
 
 def save_cropped_png(page: WebDriver, path, width: int = 1200, bottom: str = "#content") -> None:
     """Save a PNG of the whole page however long, `width` CSS pixels wide at device scale 1, cut just below the
-    `bottom` element (the footer's empty space left out): for the pictures in the README. The window is made as tall
+    `bottom` element (the footer's empty space left out): for the pictures in docs/review.md. The window is made as tall
     as the page for it (so nothing is drawn beyond the viewport), then given back its size."""
     size = page.get_window_size()
     chrome = size["height"] - page.execute_script("return window.innerHeight;")

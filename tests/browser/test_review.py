@@ -3,7 +3,7 @@ only, bulk decisions, conflicts side by side, a fact's story, and one tenant's s
 
 What the console did is read back through the REST API of the same live server, with the tenant's API key.
 
-REVIEW_DOCS_SCREENSHOTS=1 also writes the README's pictures of the console: docs/review-queue.png,
+REVIEW_DOCS_SCREENSHOTS=1 also writes docs/review.md's pictures of the console: docs/review-queue.png,
 docs/review-conflicts.png and docs/review-fact.png (test_the_readme_pictures; skipped without the variable).
 """
 

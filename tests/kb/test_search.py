@@ -493,11 +493,12 @@ def test_patterns_are_read_nearest_first_within_what_the_rare_terms_left_to_read
 
 
 def test_what_the_search_reads_of_a_chunk_stays_inline_and_its_texts_make_room(tenant):
-    # The README is real prose and code: its 400-token chunks are what a knowledge base holds. The search reads
-    # every matching chunk's vector and tsvector, and only the returned chunks' texts (migration kb 0010).
+    # The project's documentation is real prose and code: its 400-token chunks are what a knowledge base holds. The
+    # search reads every matching chunk's vector and tsvector, and only the returned chunks' texts (migration kb 0010).
     if connection.pg_version < 170000:
         pytest.skip("pg_column_toast_chunk_id, which tells where a value is stored, needs PostgreSQL 17+")
-    index(tenant, "README.md", (settings.BASE_DIR / "README.md").read_text())
+    for page in sorted((settings.BASE_DIR / "docs").glob("*.md")):
+        index(tenant, f"docs/{page.name}", page.read_text())
     with connection.cursor() as cursor:
         cursor.execute(
             """
