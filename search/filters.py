@@ -264,10 +264,10 @@ def _metadata_q(node: Condition, column: str) -> Q:
         return present if node.value else ~present
     value_at = _json_at(column, node.keys)
     json_type = Func(value_at, function="jsonb_typeof", output_field=CharField())
-    if node.operator == "eq":  # jsonb equality, type for type (true is not 1); a tuple is a whole list
-        return present & Q(**{path: list(node.value) if isinstance(node.value, tuple) else node.value})
-    if node.operator == "in":
-        return present & Q(**{f"{path}__in": list(node.value)})
+    if node.operator == "eq":  # jsonb equality, type for type (true is not 1)
+        return present & Q(**{path: _jsonable(node.value)})
+    if node.operator == "in":  # one equality each: Django's IN drops 1 after True (they hash alike in Python)
+        return present & functools.reduce(operator.or_, (Q(**{path: _jsonable(item)}) for item in node.value))
     if node.operator in _ORDERED:
         compare = _ORDERING_LOOKUPS[node.operator]
         if isinstance(node.value, str):  # strings by code point, whatever the database's collation
@@ -280,6 +280,11 @@ def _metadata_q(node: Condition, column: str) -> Q:
     if isinstance(node.value, str):
         holds |= Q(Exact(json_type, "string")) & Q(lookups.Contains(_text_at(column, node.keys), node.value))
     return present & holds
+
+
+def _jsonable(value):
+    """A parsed value as Django's JSON lookups take it: a tuple (a whole list) as a list."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _json_at(column: str, keys: tuple[str, ...]) -> KeyTransform:

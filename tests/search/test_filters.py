@@ -143,6 +143,8 @@ def test_some_filters_select_what_a_person_expects(stored):
     assert ids({"metadata.tags": {"contains": "a"}}) == {f"Fact {n}" for n in range(27) if n % 9 in (3, 7)}
     assert ids({"metadata.team": {"contains": "ops"}}) == {f"Fact {n}" for n in range(27) if n % 9 in (2, 6)}
     assert ids({"metadata.priority": True}) == {f"Fact {n}" for n in range(27) if n % 9 == 5}  # not 1
+    assert ids({"metadata.priority": {"in": [1, True]}}) == {f"Fact {n}" for n in range(27) if n % 9 in (1, 5)}
+    assert ids({"metadata.priority": {"in": [True, 1]}}) == {f"Fact {n}" for n in range(27) if n % 9 in (1, 5)}
     assert ids({"metadata.flag": {"exists": True}}) == {f"Fact {n}" for n in range(27) if n % 9 == 6}  # null is there
     assert ids({"NOT": {"metadata.team": "ops"}}) == {f"Fact {n}" for n in range(27) if n % 9 != 2}
 
