@@ -260,6 +260,7 @@ def memory_search(caller: Caller, arguments: dict) -> ToolResult:
         query=query,
         limit=arguments.get("limit", 5),
         agent_id=caller.agent_id or None,
+        filters=fact_selectors.fact_filters_parse(arguments["filters"]) if "filters" in arguments else None,
     )
     # What the model is shown counts as a use, as for the facts /context injects: they live longer for it.
     fact_services.facts_record_usage(tenant=caller.tenant, fact_ids=[hit.fact.pk for hit in found.results])
@@ -382,6 +383,15 @@ _CONFIDENCE = {
 }
 _PINNED = {"type": "boolean", "description": "Evergreen: never decays, never forgotten, loaded first."}
 _QUERY = {"type": "string", "minLength": 1, "maxLength": 4000, "description": "What you want to know, in words."}
+_FILTERS = {
+    "type": "object",
+    "description": (
+        'Only facts matching this filter, e.g. {"category": "preference"}, {"metadata.project": "atlas"}, '
+        '{"created_at": {"gte": "2024-05-01T00:00:00Z"}}, combined with {"AND": [...]}, {"OR": [...]}, {"NOT": ...}. '
+        "Fields: category, agent_id, source, status, pinned, confidence, usage_count, created_at, updated_at, "
+        "occurred_at, last_used_at, id, metadata.<key>; operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists."
+    ),
+}
 
 _TOOL_LIST = [
     Tool(
@@ -453,7 +463,7 @@ _TOOL_LIST = [
             "depends on their past, preferences, decisions, projects or personal details, and before saving a "
             "fact, to update it rather than save it twice. Returns the best matching facts with their ids."
         ),
-        parameters=_object({"query": _QUERY, "limit": _limit(5, 50, "facts")}, ["query"]),
+        parameters=_object({"query": _QUERY, "limit": _limit(5, 50, "facts"), "filters": _FILTERS}, ["query"]),
         handler=memory_search,
     ),
     Tool(

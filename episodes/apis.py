@@ -66,7 +66,7 @@ class EpisodeListOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Episode
         fields = [
-            "id", "user_id", "agent_id", "session_id", "message_count", "summary", "extraction_status",
+            "id", "user_id", "agent_id", "session_id", "message_count", "summary", "metadata", "extraction_status",
             "extraction_error", "extraction_skip_reason", "extraction_fallback_reason", "extraction_next_attempt_at",
             "last_message_at", "created_at", "updated_at",
         ]  # fmt: skip
@@ -81,7 +81,7 @@ class EpisodeOutputSerializer(serializers.ModelSerializer):
     class Meta:
         model = Episode
         fields = [
-            "id", "user_id", "agent_id", "session_id", "message_count", "messages", "summary",
+            "id", "user_id", "agent_id", "session_id", "message_count", "messages", "summary", "metadata",
             "summarized_message_count", "extraction_status", "extraction_error", "extraction_skip_reason",
             "extraction_fallback_reason", "extracted_message_count", "extraction_attempts",
             "extraction_next_attempt_at", "facts", "last_message_at", "created_at", "updated_at",
@@ -104,6 +104,10 @@ class EpisodeListCreateApi(ApiView):
         agent_id = serializers.CharField(required=False, allow_blank=True, max_length=255)
         messages = MessagesField(child=MessageSerializer(), allow_empty=False)
         extract = serializers.BooleanField(default=True)
+        metadata = serializers.DictField(
+            required=False,
+            help_text="Merged into the episode's metadata; every fact extracted from the episode carries it.",
+        )
 
     class OutputSerializer(serializers.Serializer):
         class Meta:

@@ -45,6 +45,8 @@ class Episode(models.Model):
     extracted_message_count = models.PositiveIntegerField(default=0)
     # [start, end) index ranges of messages posted with extraction switched off: never mined for facts.
     extraction_excluded = models.JSONField(default=list, blank=True)
+    # The caller's, merged from every post that appended messages; each fact extracted from the episode carries it.
+    metadata = models.JSONField(default=dict, blank=True)
     # Failed runs in a row (0 after a run that finished): the exponent of the retry backoff.
     extraction_attempts = models.PositiveSmallIntegerField(default=0)
     # When a failed extraction is due again (the episodes-requeue schedule queues it then); None unless failed.

@@ -17,7 +17,7 @@ from core.errors import ApplicationError
 from core.locks import LockNamespace, is_locked
 from core.queue import task_records_delete
 from core.text import search_text
-from core.validation import validate_identifier, validate_user_id
+from core.validation import validate_identifier, validate_metadata, validate_user_id
 from tenancy.models import Tenant
 
 from .matching import new_after, said_count, with_range
@@ -47,10 +47,13 @@ def episode_store(
     messages: list[dict],
     agent_id: str = "",
     extract: bool = True,
+    metadata: dict | None = None,
 ) -> StoreResult:
     """Keep a session's messages verbatim, appending only those not stored yet (see new_messages), and queue
     the background extraction after commit. extract=False keeps this request's messages out of fact extraction
-    (they are still stored, summarised and searchable). All or nothing: over a limit, nothing is stored.
+    (they are still stored, summarised and searchable). `metadata` is merged into the episode's (its keys win) when
+    the post appends messages, and every fact extracted from the episode carries it. All or nothing: over a limit,
+    nothing is stored.
 
     A post's cost follows what was posted, not the session's length: the matching reads as many stored rows as
     were posted (from each end), the new messages are inserted, and their words appended to the tsvector in SQL."""
@@ -58,6 +61,7 @@ def episode_store(
     session_id = validate_identifier(session_id, field="session_id")
     agent_id = agent_id or ""
     posted = clean_messages(messages)
+    metadata = validate_metadata(metadata)
     now = timezone.now()
 
     with transaction.atomic():
@@ -116,6 +120,8 @@ def episode_store(
         if not extract:
             episode.extraction_excluded = with_range(episode.extraction_excluded, start, episode.message_count)
         episode.agent_id = episode.agent_id or agent_id
+        if metadata:
+            episode.metadata = validate_metadata({**episode.metadata, **metadata})
         episode.last_message_at = max([*times, previous_time] if previous_time else times)
         episode.extraction_status = Status.PENDING
         episode.extraction_error = episode.extraction_skip_reason = ""
@@ -139,8 +145,9 @@ def episode_store(
 
 # What a post changes; the rest (watermark, summary, vector) belongs to the background run.
 STORE_FIELDS = [
-    "message_count", "content_chars", "extraction_excluded", "agent_id", "last_message_at", "extraction_status",
-    "extraction_error", "extraction_skip_reason", "extraction_attempts", "extraction_next_attempt_at", "updated_at",
+    "message_count", "content_chars", "extraction_excluded", "agent_id", "metadata", "last_message_at",
+    "extraction_status", "extraction_error", "extraction_skip_reason", "extraction_attempts",
+    "extraction_next_attempt_at", "updated_at",
 ]  # fmt: skip
 MAX_DATES_PER_POST = 20  # date words let "May 2023" find what was said then; a handful per post says when
 
@@ -237,7 +244,7 @@ RESTORE_FIELDS = [
     "tenant", "user_id", "agent_id", "session_id", "message_count", "content_chars", "last_message_at", "summary",
     "summarized_message_count", "embedding", "embedding_model", "extraction_status", "extraction_error",
     "extraction_skip_reason", "extraction_fallback_reason", "extracted_message_count", "extraction_excluded",
-    "extraction_attempts", "created_at", "updated_at",
+    "extraction_attempts", "metadata", "created_at", "updated_at",
 ]  # fmt: skip
 MESSAGE_RESTORE_FIELDS = ["tenant", "episode", "position", "role", "content", "timestamp", "created_at"]
 

@@ -374,6 +374,11 @@ class SearchFiltersSerializer(BodySerializer):
     query = serializers.CharField(max_length=4000, validators=[validate_visible_text])
     categories = serializers.ListField(child=serializers.ChoiceField(Fact.Category.values), required=False)
     agent_id = serializers.CharField(required=False, max_length=255)
+    filters = FilterBodyField(
+        required=False,
+        help_text='Only facts this filter selects (docs/filters.md), e.g. {"AND": [{"category": "preference"}, '
+        '{"metadata.priority": {"gte": 2}}]}.',
+    )
 
 
 class FactSearchApi(ApiView):

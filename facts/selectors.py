@@ -17,7 +17,7 @@ from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
-from search.filters import filter_parse, filter_q
+from search.filters import filter_parse, filter_q, filter_sql
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent, FactSearchCount
@@ -65,6 +65,7 @@ def facts_list(
 # What the filter language may name of a fact (search.filters): the same names in every API that takes filters.
 FACT_FILTER_FIELDS: dict[str, FilterField] = {
     "id": FilterField("integer", "id"),
+    "content": FilterField("text", "content"),
     "category": FilterField("text", "category", tuple(Fact.Category.values)),
     "agent_id": FilterField("text", "agent_id"),
     "source": FilterField("text", "source", tuple(Fact.Source.values)),
@@ -249,6 +250,7 @@ def facts_search(
     as_of=None,
     occurred_after=None,
     occurred_before=None,
+    filters: FilterNode | None = None,
     mmr_lambda: float | None = None,
     half_life_days: float | None = None,
     now=None,
@@ -257,7 +259,9 @@ def facts_search(
     made diverse by MMR. Never counts usage (only injection into a prompt does).
 
     keyword_only (or a query the embedder cannot embed now) ranks by keywords alone: only facts sharing a term
-    with the query. A fact awaiting its vector is found by its keywords in every search (vector score 0)."""
+    with the query. A fact awaiting its vector is found by its keywords in every search (vector score 0).
+    filters: a tree of the filter language (fact_filters_parse); only facts it selects are candidates, and BM25
+    counts among them."""
     if not query.strip() or limit <= 0:
         return []
     if vector is None and not keyword_only:
@@ -280,6 +284,7 @@ def facts_search(
         "as_of": as_of,
         "occurred_after": occurred_after,
         "occurred_before": occurred_before,
+        "filters": filters,
     }
     sql, params = facts_search_statement(**statement)
     with connections[read_alias()].cursor() as cursor:  # the replica during an API read (core.replicas)
@@ -321,6 +326,7 @@ def facts_search_statement(
     as_of=None,
     occurred_after=None,
     occurred_before=None,
+    filters: FilterNode | None = None,
     read_every_term: bool = False,
 ) -> tuple[str, dict]:
     """The statement facts_search runs, and its parameters (also for EXPLAIN ANALYZE in tests and benchmarks).
@@ -329,8 +335,8 @@ def facts_search_statement(
     whose entries it then does not read, and read_every_term builds the statement that reads them all.
 
     A search of the current facts reads their narrow copies (FactSearchEntry, _ENTRIES_SQL); one in the past
-    (as_of), by when facts occurred, or with BM25 length normalisation scans the user's facts_fact rows (_SEARCH_SQL).
-    Both return the same candidates, in the same order."""
+    (as_of), by when facts occurred, with filters (on what the copies do not hold) or with BM25 length normalisation
+    scans the user's facts_fact rows (_SEARCH_SQL). Both return the same candidates, in the same order."""
     keywords = KeywordQuery(query)
     bm25 = Bm25(k1=settings.FACTS_SEARCH_BM25_K1, b=settings.FACTS_SEARCH_BM25_B)
     statuses = [Fact.Status.ACTIVE, Fact.Status.PENDING] if include_pending else [Fact.Status.ACTIVE]
@@ -355,7 +361,8 @@ def facts_search_statement(
     }
     if vector is not None:
         params |= {"vector": vector_literal(vector)} | nearest_params()
-    if as_of is None and occurred_after is None and occurred_before is None and not bm25.b:
+    scans_facts = as_of is not None or occurred_after is not None or occurred_before is not None or filters is not None
+    if not scans_facts and not bm25.b:
         return _entries_statement(
             keywords, bm25, clauses, params | {"pool": 2 * candidates}, vector is not None, read_every_term
         )
@@ -373,6 +380,10 @@ def facts_search_statement(
     if occurred_before is not None:
         clauses.append("coalesce(occurred_at, valid_from) < %(occurred_before)s")
         params["occurred_before"] = occurred_before
+    if filters is not None:
+        condition, values = filter_sql(filters, fields=FACT_FILTER_FIELDS, model=Fact)
+        clauses.append(condition)
+        params |= values
     sql = _SEARCH_SQL.format(
         scored_rows=scored_rows(
             keywords=keywords,

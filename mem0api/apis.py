@@ -129,9 +129,9 @@ ADD_READS = frozenset(AddInputSerializer().fields)
 
 
 def add_answer(request) -> Response:
-    """Mem0's add. infer (the default): the messages become an episode whose background extraction distils the facts;
-    answered "queued", as Mem0 does. infer=false: each message stored as one fact as it is, answered with the ADD
-    events."""
+    """Mem0's add. infer (the default): the messages become an episode whose background extraction distils the facts
+    (each carrying the request's metadata); answered "queued", as Mem0 does. infer=false: each message stored as one
+    fact as it is, answered with the ADD events."""
     body = accepted(request.data, reads=ADD_READS)
     data = validated(AddInputSerializer, body)
     scope, run_id = add_ids(body)
@@ -149,10 +149,13 @@ def add_answer(request) -> Response:
             actor=request_actor(request),
         )
         return Response({"results": added_events(facts)})
-    if data.get("metadata"):
-        raise not_supported("metadata", "with infer=true the extracted facts carry no metadata: send infer=false")
     stored = services.memories_add_conversation(
-        tenant=tenant, scope=scope, messages=data["messages"], run_id=run_id, occurred_at=occurred_at
+        tenant=tenant,
+        scope=scope,
+        messages=data["messages"],
+        run_id=run_id,
+        occurred_at=occurred_at,
+        metadata=data.get("metadata"),
     )
     return Response(queued(stored.episode.pk))
 
@@ -205,13 +208,14 @@ class MemoriesListApi(Mem0Api):
     class InputSerializer(PageSerializer):
         filters = serializers.JSONField(required=False, allow_null=True)
         categories = serializers.JSONField(required=False, allow_null=True)
+        metadata = serializers.JSONField(required=False, allow_null=True)
         fields = serializers.ListField(child=serializers.CharField(), required=False)
 
     def post(self, request):
         pages = validated(PageSerializer, self.query(request, reads=frozenset({"page", "page_size"})))
         body = accepted(request.data, reads=frozenset(self.InputSerializer().fields))
         data = validated(self.InputSerializer, body)
-        scope = scope_of(data.get("filters"), categories=data.get("categories"))
+        scope = scope_of(data.get("filters"), categories=data.get("categories"), metadata=data.get("metadata"))
         fields = field_names(data.get("fields"))
         return page_answer(
             request,
@@ -234,6 +238,7 @@ class SearchApi(Mem0Api):
         user_id = serializers.JSONField(required=False, allow_null=True)
         agent_id = serializers.JSONField(required=False, allow_null=True)
         categories = serializers.JSONField(required=False, allow_null=True)
+        metadata = serializers.JSONField(required=False, allow_null=True)
         top_k = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, required=False)
         limit = serializers.IntegerField(min_value=1, max_value=MAX_TOP_K, required=False)  # older clients' top_k
         threshold = serializers.FloatField(required=False, allow_null=True)
@@ -247,6 +252,7 @@ class SearchApi(Mem0Api):
             user_id=data.get("user_id"),
             agent_id=data.get("agent_id"),
             categories=data.get("categories"),
+            metadata=data.get("metadata"),
         )
         fields = field_names(data.get("fields"))
         hits = selectors.memories_search(

@@ -56,6 +56,7 @@ def memories_page(*, tenant: Tenant, scope: Scope, page: int, page_size: int) ->
         categories=list(scope.categories) if scope.categories else None,
         agent_id=scope.agent_id,
         validity="current",
+        filters=scope.filters,
     ).defer("embedding", "search_text")
     start = (page - 1) * page_size
     return MemoriesPage(count=memories.count(), facts=list(memories[start : start + page_size]))
@@ -70,6 +71,7 @@ def memories_search(*, tenant: Tenant, scope: Scope, query: str, limit: int) -> 
         limit=limit,
         categories=list(scope.categories) if scope.categories else None,
         agent_id=scope.agent_id,
+        filters=scope.filters,
     )
 
 

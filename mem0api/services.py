@@ -43,11 +43,17 @@ def memories_add_as_given(
 
 
 def memories_add_conversation(
-    *, tenant: Tenant, scope: Scope, messages: list, run_id: str | None, occurred_at: datetime | None
+    *,
+    tenant: Tenant,
+    scope: Scope,
+    messages: list,
+    run_id: str | None,
+    occurred_at: datetime | None,
+    metadata: dict | None = None,
 ) -> StoreResult:
     """Mem0's add with inference: the messages kept as an episode (the run_id is its session; without one, a session
-    of its own), whose extraction after commit distils the facts. The request's time is the time of the messages
-    that carry none."""
+    of its own), whose extraction after commit distils the facts, each carrying the request's metadata. The
+    request's time is the time of the messages that carry none."""
     if occurred_at is not None:
         moment = timestamp_text(occurred_at)
         messages = [
@@ -60,6 +66,7 @@ def memories_add_conversation(
         session_id=run_id or f"mem0-{uuid.uuid4().hex}",
         messages=messages,
         agent_id=scope.agent_id or "",  # its extracted facts are that agent's
+        metadata=metadata,
     )
 
 
@@ -77,12 +84,14 @@ def memory_delete(*, tenant: Tenant, memory_id: str, actor: str, linked: bool = 
 
 
 def memories_delete_all(*, tenant: Tenant, scope: Scope, actor: str) -> list[int]:
-    """Delete every fact of the user (of the agent and categories, when the scope names them): memories, and what
-    waits for review or is kept as history too, so nothing of it comes back on approval. Their events stay."""
+    """Delete every fact of the user (of the agent, the categories and the filters, when the scope names them):
+    memories, and what waits for review or is kept as history too, so nothing of it comes back on approval. Their
+    events stay."""
     return facts_services.facts_delete_of_user(
         tenant=tenant,
         user_id=scope.user_id,
         agent_id=scope.agent_id,
         categories=list(scope.categories) if scope.categories else None,
+        filters=scope.filters,
         actor=actor,
     )

@@ -18,6 +18,9 @@ from core.parsers import json_problem_check
 from core.timestamps import RANGE_MESSAGE, in_range, parse_timestamp, timestamp_text
 from core.validation import IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN
 from facts.models import Fact
+from facts.selectors import fact_filters_parse
+from search.filters import MAX_CONDITIONS, MAX_DEPTH, OPERATORS, All, Any_, Condition, FilterError, Not
+from search.filters import Node as FilterNode
 
 CATEGORIES = tuple(Fact.Category.values)
 AGENT_ID_PATTERN = re.compile(r"^[^\x00-\x1f\x7f]{1,255}$")
@@ -65,7 +68,7 @@ REFUSED: dict[str, tuple[Callable[[object], bool], str]] = {
     "filter_memories": (_absent, "filter_memories is not supported"),
     "start_date": (_absent, "date ranges are not supported"),
     "end_date": (_absent, "date ranges are not supported"),
-    "metadata": (_absent, "filtering by metadata is not supported"),
+    "metadata": (_absent, "metadata filters go in filters here: {'metadata': {key: value}}"),
     "latest_only": (lambda value: value in (None, True), "only the latest version is a memory here (see history)"),
     "output_format": (lambda value: value in (None, "v1.1"), "only the v1.1 output format is answered"),
 }
@@ -105,71 +108,222 @@ def accepted(data, *, reads: frozenset[str]) -> dict:
 
 @dataclass(frozen=True)
 class Scope:
-    """Whose facts a request reads or deletes: one user, optionally one agent, optionally some categories."""
+    """Whose facts a request reads or deletes: one user, optionally one agent and some categories (named plainly at
+    the top of the filters), and whatever else the filters ask, in the filter language."""
 
     user_id: str
     agent_id: str | None = None
     categories: tuple[str, ...] | None = None
+    filters: FilterNode | None = None
 
 
 # Filter keys Mem0 knows that this service cannot honour.
 FILTER_REFUSED = {
     "app_id": REFUSED["app_id"][1],
     "run_id": REFUSED["run_id"][1],
-    "created_at": "filtering by date is not supported",
-    "updated_at": "filtering by date is not supported",
-    "keywords": "filtering by keywords is not supported (search ranks by keywords already)",
-    "metadata": REFUSED["metadata"][1],
-    "memory_ids": "filtering by memory ids is not supported: get each memory by its id",
 }
-_OR_REFUSED = (
-    "OR across different users, agents or categories is not supported: facts are per user; ask once per user or agent"
-)
+_OR_REFUSED = "OR across different users is not supported: facts are per user; ask once per user"
+_VALUE_OPERATORS = frozenset(OPERATORS)
+_NOTHING = Not(Condition("id", (), "exists", True))  # what NOT of every fact of the user selects: no fact
 
 
-def scope_of(filters=None, *, user_id=None, agent_id=None, categories=None) -> Scope:
-    """The scope named by Mem0 `filters` (plain keys, AND, and OR of branches that name the same scope) together with
-    the top-level user_id / agent_id / categories that v1 calls send. A user_id is required."""
+@dataclass(frozen=True)
+class _Part:
+    """A translated part of Mem0's filters: its condition (None: every fact of the user), the user it confines the
+    facts to, and whether it names a user at all."""
+
+    node: FilterNode | None
+    user_id: str | None = None
+    names_user: bool = False
+
+
+def scope_of(filters=None, *, user_id=None, agent_id=None, categories=None, metadata=None) -> Scope:
+    """The scope named by Mem0 `filters` together with the top-level user_id / agent_id / categories / metadata that
+    v1 calls send. Mem0's filters: AND / OR / NOT; user_id, agent_id, categories, created_at, updated_at, metadata
+    (its keys, nested), memory_ids, keywords; operators eq, ne, in, nin, gt, gte, lt, lte, contains, icontains and
+    the wildcard "*". They must confine the request to one user: a user_id in the top-level AND, or in every branch
+    of an OR (the same one)."""
     found: dict = {}
     for name, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None:
             _add(found, name, _id_value(name, value, name), name)
     if categories is not None:
         _add(found, "categories", _categories(categories, "categories"), "categories")
-    if filters is not None:
-        _walk(filters, found, "filters")
+    parts = []
+    if metadata:
+        parts.append(_Part(_metadata(metadata, "")))
+    if filters is not None and filters != {}:  # mem0ai sends {} for no filter
+        part = _Translation(found).part(filters, "filters", depth=1, top=True)
+        if part.user_id is not None:
+            _add(found, "user_id", part.user_id, "filters")
+        parts.append(part)
     if "user_id" not in found:
         raise user_id_required()
-    return Scope(**found)
+    nodes = [part.node for part in parts if part.node is not None]
+    node = nodes[0] if len(nodes) == 1 else All(tuple(nodes)) if nodes else None
+    if node is not None and _conditions(node) > MAX_CONDITIONS:
+        raise ValidationError({"filters": f"More than {MAX_CONDITIONS} conditions."})
+    return Scope(**found, filters=node)
 
 
-def _walk(node, found: dict, path: str) -> None:
-    if not isinstance(node, dict):
-        raise ValidationError({path: "Must be an object."})
-    for key, value in node.items():
-        here = f"{path}.{key}"
-        if key == "AND":
-            for index, branch in enumerate(_branches(value, here)):
-                _walk(branch, found, f"{here}[{index}]")
-        elif key == "OR":
-            scopes = []
-            for index, branch in enumerate(_branches(value, here)):
-                scopes.append({})
-                _walk(branch, scopes[-1], f"{here}[{index}]")
-            if any(scope != scopes[0] for scope in scopes):
-                raise not_supported(here, _OR_REFUSED)
-            for name, named in scopes[0].items():
-                _add(found, name, named, here)
-        elif key == "NOT":
-            raise not_supported(here, "NOT is not supported")
-        elif key in ("user_id", "agent_id"):
-            _add(found, key, _id_value(key, value, here), here)
-        elif key == "categories":
-            _add(found, key, _categories(value, here), here)
-        elif key in FILTER_REFUSED:
-            raise not_supported(here, FILTER_REFUSED[key])
+class _Translation:
+    def __init__(self, found: dict):
+        self.found = found  # the scope named plainly at the top: user_id, agent_id, categories
+
+    def part(self, value, path: str, *, depth: int, top: bool) -> _Part:
+        """`value` translated; at the `top` (the top-level AND), a plain user, agent or categories name the scope."""
+        if depth > MAX_DEPTH:
+            raise ValidationError({path: f"Nested deeper than {MAX_DEPTH} levels."})
+        if not isinstance(value, dict) or not value:
+            raise ValidationError({path: "Must be a non-empty object."})
+        parts = []
+        for key, item in value.items():
+            here = f"{path}.{key}"
+            if key in ("AND", "OR"):
+                children = [
+                    self.part(child, f"{here}[{n}]", depth=depth + 1, top=top and key == "AND")
+                    for n, child in enumerate(_branches(item, here))
+                ]
+                parts.append(_all(children, here) if key == "AND" else _any(children, here))
+            elif key == "NOT":
+                child = item[0] if isinstance(item, list) and len(item) == 1 else item
+                negated = self.part(child, here, depth=depth + 1, top=False)
+                if negated.names_user:
+                    raise not_supported(here, "NOT of a user_id is not supported: a request reads one user's memories")
+                parts.append(_Part(Not(negated.node) if negated.node is not None else _NOTHING))
+            elif key == "user_id":
+                user = _id_value(key, item, here)
+                if top:
+                    _add(self.found, key, user, here)
+                parts.append(_Part(None, user, True))
+            elif key == "agent_id" and top and _plain_id(item):
+                _add(self.found, key, _id_value(key, item, here), here)
+            elif key == "agent_id":
+                parts.append(_Part(_agent(item, path, here)))
+            elif key == "categories" and top and _plain_categories(item):
+                _add(self.found, key, _categories(item, here), here)
+            elif key == "categories":
+                parts.append(_Part(_category(item, path)))
+            elif key in ("created_at", "updated_at"):
+                parts.append(_Part(_condition({key: item}, path)))
+            elif key == "metadata":
+                parts.append(_Part(_metadata(item, path)))
+            elif key == "memory_ids":
+                parts.append(_Part(_condition({"id": {"in": _memory_ids(item, here)}}, path, here)))
+            elif key == "keywords":
+                parts.append(_Part(_keywords(item, path, here)))
+            elif key in FILTER_REFUSED:
+                raise not_supported(here, FILTER_REFUSED[key])
+            else:
+                raise ValidationError({here: "Unknown filter."})
+        return _all(parts, path)
+
+
+def _all(parts: list[_Part], path: str) -> _Part:
+    users = {part.user_id for part in parts if part.user_id is not None}
+    if len(users) > 1:
+        raise ValidationError({path: "Names another user_id than the rest of the request: one user_id per request."})
+    nodes = [part.node for part in parts if part.node is not None]
+    node = nodes[0] if len(nodes) == 1 else All(tuple(nodes)) if nodes else None
+    return _Part(node, next(iter(users), None), any(part.names_user for part in parts))
+
+
+def _any(parts: list[_Part], path: str) -> _Part:
+    users = {part.user_id for part in parts}
+    names_user = any(part.names_user for part in parts)
+    if names_user and (len(users) != 1 or None in users):
+        raise not_supported(path, _OR_REFUSED)
+    if any(part.node is None for part in parts):  # one branch holds every fact of the user
+        return _Part(None, next(iter(users)), names_user)
+    return _Part(Any_(tuple(part.node for part in parts)), next(iter(users)), names_user)
+
+
+def _conditions(node: FilterNode) -> int:
+    if isinstance(node, All | Any_):
+        return sum(_conditions(part) for part in node.parts)
+    return _conditions(node.part) if isinstance(node, Not) else 1
+
+
+def _condition(value: dict, path: str, named: str | None = None) -> FilterNode:
+    """One condition in the filter language; a refusal names Mem0's path (`named` when its name is not ours)."""
+    try:
+        return fact_filters_parse(value, path=path)
+    except FilterError as error:
+        where = error.path.lstrip(".") if named is None else named
+        raise ValidationError({where: error.reason}) from None
+
+
+def _plain_id(value) -> bool:
+    return (
+        isinstance(value, str)
+        and value != "*"
+        or (isinstance(value, dict) and len(value) == 1 and ("eq" in value or _one_of(value.get("in"))))
+    )
+
+
+def _one_of(value) -> bool:
+    return isinstance(value, list) and len(value) == 1
+
+
+def _agent(value, path: str, here: str) -> FilterNode:
+    """agent_id as a condition: the wildcard is any agent (a fact saved for no agent has none)."""
+    if value == "*":
+        return _condition({"agent_id": {"ne": ""}}, path)
+    if isinstance(value, str):
+        _id_value("agent_id", value, here)
+    return _condition({"agent_id": value}, path)
+
+
+def _plain_categories(value) -> bool:
+    return value != "*" and (
+        not isinstance(value, dict) or (len(value) == 1 and next(iter(value)) in ("in", "contains"))
+    )
+
+
+def _category(value, path: str) -> FilterNode | None:
+    """categories as a condition on the fact's one category ("contains" a name: it is that one)."""
+    if value == "*":
+        return None
+    if isinstance(value, list):
+        value = {"in": value}
+    elif isinstance(value, dict):
+        value = {("eq" if op == "contains" else op): item for op, item in value.items()}
+    try:
+        return fact_filters_parse({"category": value}, path=path)
+    except FilterError as error:
+        raise ValidationError({error.path.replace(".category", ".categories", 1): error.reason}) from None
+
+
+def _metadata(value, path: str, keys: tuple[str, ...] = ()) -> FilterNode:
+    """Mem0's {"metadata": {key: value or {operator: value}}} (keys nested as objects): every key's condition.
+    `path` is where the metadata is ("" for the top-level parameter)."""
+    if not isinstance(value, dict) or not value:
+        raise ValidationError({".".join([path, "metadata", *keys]).lstrip("."): "Must be an object of metadata keys."})
+    conditions = []
+    for key, item in value.items():
+        if item == "*":  # any value
+            item = {"exists": True}
+        if isinstance(item, dict) and item and not set(item) & _VALUE_OPERATORS:
+            conditions.append(_metadata(item, path, (*keys, key)))  # a nested key
         else:
-            raise ValidationError({here: "Unknown filter."})
+            conditions.append(_condition({".".join(["metadata", *keys, key]): item}, path))
+    return conditions[0] if len(conditions) == 1 else All(tuple(conditions))
+
+
+def _memory_ids(value, path: str) -> list[int]:
+    ids = value if isinstance(value, list) else None
+    if not ids or not all(isinstance(item, int | str) and str(item).isascii() and str(item).isdigit() for item in ids):
+        raise ValidationError({path: "Must be a non-empty list of memory ids."})
+    return [int(item) for item in ids]
+
+
+def _keywords(value, path: str, here: str) -> FilterNode:
+    """Words the memory's text holds: a string (ignoring case), or {"contains" | "icontains": text}."""
+    if isinstance(value, str):
+        value = {"icontains": value}
+    if not isinstance(value, dict) or not value or not set(value) <= {"contains", "icontains"}:
+        raise ValidationError({here: "Must be text, or {'contains': text} or {'icontains': text}."})
+    return _condition({"content": value}, path, here)
 
 
 def _branches(value, path: str) -> list:
@@ -198,8 +352,8 @@ def _id_value(name: str, value, path: str) -> str:
             raise not_supported(f"{path}.in", f"one {name} per request: ask once per {name.removesuffix('_id')}")
         raise not_supported(f"{path}.{operator}", f"only equality is supported for {name}")
     if value == "*":
-        hint = "omit agent_id to include every agent" if name == "agent_id" else "name one user"
-        raise not_supported(path, f"the wildcard * is not supported: {hint}")
+        hint = "name one user" if name == "user_id" else "give it in filters: {'agent_id': '*'}"
+        raise not_supported(path, f"the wildcard * is not supported for {name} here: {hint}")
     if not isinstance(value, str):
         raise ValidationError({path: "Must be a string."})
     if name == "user_id" and not IDENTIFIER_PATTERN.fullmatch(value):
@@ -212,8 +366,6 @@ def _id_value(name: str, value, path: str) -> str:
 def _categories(value, path: str) -> tuple[str, ...]:
     """Categories as a name, a list, {"in": [...]} or {"contains": name} (a fact has one category)."""
     if isinstance(value, dict):
-        if len(value) != 1 or next(iter(value)) not in ("in", "contains"):
-            raise not_supported(path, "categories take a name, a list, {'in': [...]} or {'contains': name}")
         value = next(iter(value.values()))
     names = [value] if isinstance(value, str) else value
     if not isinstance(names, list) or not names or not all(isinstance(name, str) for name in names):

@@ -6,8 +6,9 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from core.apis import ApiView
+from core.apis import ApiView, QuerySerializer
 from core.validation import IDENTIFIER_MESSAGE, IDENTIFIER_PATTERN
+from facts.apis import FilterQueryField
 from tenancy.authentication import request_actor, request_tenant
 
 from . import exports, imports, services
@@ -52,7 +53,14 @@ class UserEraseApi(ApiView):
 
 
 class UserExportApi(ApiView):
+    class FilterSerializer(QuerySerializer):
+        filters = FilterQueryField(
+            required=False,
+            help_text="JSON: export only the facts this filter selects (docs/filters.md), without episodes.",
+        )
+
     @extend_schema(
+        parameters=[USER_ID_PARAMETER, FilterSerializer],
         responses={
             (200, exports.CONTENT_TYPE): OpenApiResponse(
                 OpenApiTypes.STR,
@@ -61,13 +69,16 @@ class UserExportApi(ApiView):
             )
         },
         operation_id="users_export",
-        parameters=[USER_ID_PARAMETER],
     )
     def get(self, request, user_id: str):
         """Everything this tenant holds about the user, as JSON Lines: every fact (current, superseded, pending,
         rejected, archived, each with its history), every episode with its messages, every conflict. A user the
-        tenant holds nothing of gives the header line alone. POST it to .../import to bring it back."""
-        lines = exports.user_export_lines(tenant=request_tenant(request), user_id=user_id)
+        tenant holds nothing of gives the header line alone. POST it to .../import to bring it back.
+        With `filters`: the facts the filter selects, with their history, and the conflicts between them."""
+        query = self.FilterSerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        filters = query.validated_data.get("filters")
+        lines = exports.user_export_lines(tenant=request_tenant(request), user_id=user_id, filters=filters)
         return exports.export_response(lines, filename=f"memories-{user_id}.jsonl")
 
 

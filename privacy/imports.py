@@ -249,6 +249,8 @@ class _Reader:
             self.current = _identifier(record, "user_id", required=True)
         _time(record, "exported_at")
         _text(record, "embedding_model")
+        if "filtered" in record:  # an export of the facts a filter selected (it imports as any other)
+            _boolean(record, "filtered")
 
     def _add(self, where: str, user_id: str, kind: str, record) -> None:
         seen = self.seen.setdefault(user_id, {})
@@ -404,7 +406,7 @@ def _ref(record: dict, name: str, *, required: bool = False) -> int | str | None
 
 # --- our own format -------------------------------------------------------------------------------------------------
 
-HEADER_FIELDS = frozenset({"type", "format", "version", "user_id", "exported_at", "embedding_model"})
+HEADER_FIELDS = frozenset({"type", "format", "version", "user_id", "exported_at", "embedding_model", "filtered"})
 FACT_FIELDS = frozenset(
     {"type", "id", "user_id", "agent_id", "content", "category", "confidence", "status", "source", "pinned",
      "usage_count", "last_used_at", "valid_from", "valid_to", "superseded_by", "occurred_at", "metadata",
@@ -413,8 +415,8 @@ FACT_FIELDS = frozenset(
 )  # fmt: skip
 EVENT_FIELDS = frozenset({"action", "actor", "before", "after", "created_at"})
 EPISODE_FIELDS = frozenset(
-    {"type", "id", "user_id", "agent_id", "session_id", "summary", "extraction_status", "extraction_skip_reason",
-     "extraction_excluded", "last_message_at", "created_at", "updated_at", "messages"}
+    {"type", "id", "user_id", "agent_id", "session_id", "summary", "metadata", "extraction_status",
+     "extraction_skip_reason", "extraction_excluded", "last_message_at", "created_at", "updated_at", "messages"}
 )  # fmt: skip
 CONFLICT_FIELDS = frozenset(
     {"type", "id", "user_id", "existing_fact", "new_fact", "status", "reason", "resolution", "resolved_by",
@@ -566,6 +568,7 @@ def _episode_record(where: str, record: dict) -> EpisodeRecord:
         agent_id=_text(record, "agent_id", max_length=255),
         session_id=session_id,
         summary=_text(record, "summary"),
+        metadata=_metadata(record),
         # Its facts come with the file: never extracted again (a skipped one keeps its reason).
         extraction_status=Episode.ExtractionStatus.SKIPPED if skipped else Episode.ExtractionStatus.DONE,
         extraction_skip_reason=_text(record, "extraction_skip_reason") if skipped else "",

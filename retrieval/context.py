@@ -13,6 +13,7 @@ from facts.models import Fact
 from facts.selectors import ScoredFact, facts_active_count, facts_search
 from facts.services import facts_record_usage
 from kb.selectors import DocumentHit
+from search.filters import Node as FilterNode
 from tenancy.models import Tenant
 
 from .sources import DOCUMENT_SOURCES
@@ -61,6 +62,7 @@ def context_build(
     document_limit: int = 5,
     categories: list[str] | None = None,
     agent_id: str | None = None,
+    filters: FilterNode | None = None,
     min_fact_similarity: float | None = None,
     min_document_similarity: float | None = None,
 ) -> Context:
@@ -70,6 +72,8 @@ def context_build(
     alone (only what shares a term with the query), there is no similarity to hold against a floor, and the
     context says so (`degraded`).
 
+    categories, agent_id, filters (the filter language's tree): which facts may come back; documents are not
+    narrowed by them.
     min_fact_similarity / min_document_similarity: the floors, cosine between the query and the fact or passage
     (relevance_floors() by default; 0 switches a floor off, since cosines can be negative)."""
     max_tokens = max_tokens or settings.CONTEXT_MAX_TOKENS
@@ -87,6 +91,7 @@ def context_build(
         keyword_only=keyword_only,
         categories=categories,
         agent_id=agent_id,
+        filters=filters,
     )
     # The hits are active facts of the user: as many as COLD_START_FACTS of them answer without a count's round trip.
     cold_start = len(facts) < COLD_START_FACTS and facts_active_count(tenant=tenant, user_id=user_id) < COLD_START_FACTS

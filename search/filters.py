@@ -5,7 +5,7 @@ Grammar:
     filter    := {"AND": [filter, ...]} | {"OR": [filter, ...]} | {"NOT": filter}
                | {field: value, ...}                       (several fields: all of them)
                | {field: {operator: value, ...}, ...}      (several operators: all of them)
-    operator  := eq | ne | in | nin | gt | gte | lt | lte | contains | exists
+    operator  := eq | ne | in | nin | gt | gte | lt | lte | contains | icontains | exists
     field     := a name the domain declares (category, confidence, created_at, ...) | metadata.<key>[.<key>...]
 
 Meaning, the same in SQL and in Python (tests/search compare the two on random filters):
@@ -13,7 +13,9 @@ Meaning, the same in SQL and in Python (tests/search compare the two on random f
   are the negations of `eq` and `in`, so they hold for a missing value. NOT negates exactly (no third value).
 - Metadata values are compared with their JSON type: 1 and true differ, "1" and 1 differ; gt/gte/lt/lte compare
   numbers with numbers and strings with strings (by code point); `contains` holds for a list holding the value, or
-  a string holding it as a substring; `eq` takes a list too.
+  a string holding it as a substring; `icontains` holds for a string holding it ignoring case; `eq` takes a list
+  too.
+- A date and time without a zone is UTC; a date alone is its midnight, UTC.
 - `exists: true` holds when the value is present (a metadata key holding null is present).
 
 Bad input raises FilterError with the path of the offending part ("filters.AND[1].metadata.priority.gte: expected a
@@ -28,14 +30,16 @@ import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.db.models import Case, CharField, FloatField, Func, Q, Value, When, lookups
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Collate
 from django.db.models.lookups import Exact
+from django.utils.dateparse import parse_date
 
 from core.timestamps import parse_timestamp
 
@@ -43,13 +47,13 @@ _METADATA_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,99}")
 MAX_DEPTH = 8
 MAX_CONDITIONS = 100
 MAX_VALUE_BYTES = 4096
-OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "exists")
+OPERATORS = ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "contains", "icontains", "exists")
 LOGICAL = ("AND", "OR", "NOT")
 METADATA = "metadata"
 _ORDERED = ("gt", "gte", "lt", "lte")
 # What each kind of declared field takes.
 _OPERATORS_OF = {
-    "text": ("eq", "ne", "in", "nin", "contains", "exists"),
+    "text": ("eq", "ne", "in", "nin", "contains", "icontains", "exists"),
     "boolean": ("eq", "ne", "exists"),
     "number": ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists"),
     "integer": ("eq", "ne", "in", "nin", "gt", "gte", "lt", "lte", "exists"),
@@ -148,8 +152,13 @@ def _conditions(name: str, item, fields: Mapping[str, Field], path: str, counter
     else:
         known = ", ".join([*(field for field in fields if field != METADATA), "metadata.<key>"])
         raise FilterError(path, f"unknown field or operator; the fields are {known}, joined with AND / OR / NOT")
-    if kind == METADATA and isinstance(item, dict) and not _operator_object(item):
-        raise FilterError(path, "expected a string, a number, true / false, a list, or {operator: value}")
+    if kind == METADATA and isinstance(item, dict) and item and not _operator_object(item):
+        unknown = next(key for key in item if key not in OPERATORS)
+        raise FilterError(
+            f"{path}.{unknown}",
+            f"unknown operator; {name} takes {', '.join(OPERATORS)} (an object is not a value: name a nested key as "
+            "metadata.<key>.<key>)",
+        )
     with_operators = isinstance(item, dict)
     if with_operators and not item:
         raise FilterError(path, "expected a value or {operator: value}")
@@ -189,8 +198,11 @@ def _value(operator: str, value, kind: str, field: Field | None, path: str):
         if kind == METADATA and not (_is_number(scalar) or isinstance(scalar, str)):
             raise FilterError(path, "expected a number or a string")
         return scalar
-    if operator == "contains":  # a part of a value: no need to be one of the field's choices
-        return _scalar(value, kind, None, path)
+    if operator in ("contains", "icontains"):  # a part of a value: no need to be one of the field's choices
+        scalar = _scalar(value, kind, None, path)
+        if operator == "icontains" and not isinstance(scalar, str):
+            raise FilterError(path, "expected a string")
+        return scalar
     if kind == METADATA and isinstance(value, list):  # eq / ne of a whole list
         return tuple(_scalar(item, kind, field, f"{path}[{n}]") for n, item in enumerate(value))
     return _scalar(value, kind, field, path)
@@ -213,12 +225,22 @@ def _scalar(value, kind: str, field: Field | None, path: str):
         try:
             return parse_timestamp(value, field=path)
         except ValidationError:
-            raise FilterError(path, "expected an ISO 8601 date and time, e.g. 2024-05-01T14:30:00Z") from None
+            day = _date(value)
+            if day is None:
+                raise FilterError(path, "expected an ISO 8601 date and time, e.g. 2024-05-01T14:30:00Z") from None
+            return datetime(day.year, day.month, day.day, tzinfo=UTC)
     expected = {
         "text": "a string", "boolean": "true or false", "number": "a number", "integer": "an integer",
         "datetime": "an ISO 8601 date and time", METADATA: "a string, a number or true / false",
     }[kind]  # fmt: skip
     raise FilterError(path, f"expected {expected}")
+
+
+def _date(value: str) -> date | None:
+    try:
+        return parse_date(value)
+    except ValueError:  # well formed but impossible: month 13
+        return None
 
 
 def _is_number(value) -> bool:
@@ -247,8 +269,22 @@ def filter_q(node: Node, *, fields: Mapping[str, Field]) -> Q:
     return Q(**{f"{column}__isnull": False}) & Q(**{f"{column}__{_LOOKUPS[node.operator]}": value})
 
 
+def filter_sql(node: Node, *, fields: Mapping[str, Field], model, prefix: str = "filter") -> tuple[str, dict]:
+    """The tree as an SQL condition over `model`'s table (its columns named with the table's name), for a raw
+    statement with named parameters: the condition's values are parameters `prefix0`, `prefix1`, ... in the dict."""
+    query = model._default_manager.filter(filter_q(node, fields=fields)).query
+    condition, values = query.where.as_sql(query.get_compiler(connection=connection), connection)
+    names = iter(range(len(values)))
+    named = _PLACEHOLDER.sub(lambda found: "%%" if found[0] == "%%" else f"%({prefix}{next(names)})s", condition)
+    return named, {f"{prefix}{n}": value for n, value in enumerate(values)}
+
+
+_PLACEHOLDER = re.compile(r"%%|%s")
 _NEGATIONS = {"ne": "eq", "nin": "in"}
-_LOOKUPS = {"eq": "exact", "in": "in", "gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte", "contains": "contains"}
+_LOOKUPS = {
+    "eq": "exact", "in": "in", "gt": "gt", "gte": "gte", "lt": "lt", "lte": "lte", "contains": "contains",
+    "icontains": "icontains",
+}  # fmt: skip
 _ORDERING_LOOKUPS = {
     "gt": lookups.GreaterThan,
     "gte": lookups.GreaterThanOrEqual,
@@ -276,6 +312,8 @@ def _metadata_q(node: Condition, column: str) -> Q:
         # Cast only when it is a number: a string cast to a number would fail the whole statement.
         number = Case(When(Exact(json_type, "number"), then=Cast(value_at, FloatField())), default=None)
         return present & Q(Exact(json_type, "number")) & Q(compare(number, node.value))
+    if node.operator == "icontains":
+        return present & Q(Exact(json_type, "string")) & Q(lookups.IContains(_text_at(column, node.keys), node.value))
     holds = Q(Exact(json_type, "array")) & Q(**{f"{path}__contains": [node.value]})
     if isinstance(node.value, str):
         holds |= Q(Exact(json_type, "string")) & Q(lookups.Contains(_text_at(column, node.keys), node.value))
@@ -329,6 +367,8 @@ def filter_matches(node: Node, row: Mapping[str, Any]) -> bool:
             return False
         return {"gt": value > node.value, "gte": value >= node.value, "lt": value < node.value,
                 "lte": value <= node.value}[node.operator]  # fmt: skip
+    if node.operator == "icontains":  # as PostgreSQL's UPPER compares
+        return isinstance(value, str) and node.value.upper() in value.upper()
     if isinstance(value, list):
         return any(_same(item, node.value) for item in value)
     return isinstance(value, str) and isinstance(node.value, str) and node.value in value

@@ -60,7 +60,7 @@ def facts_extract(
                 source_episode=episode,
                 agent_id=episode.agent_id if episode is not None else "",  # the agent's facts, as when it saves one
                 source_messages=[messages[n].get("index", n) for n in candidate.messages],
-                metadata={"refers_to": candidate.refers_to.isoformat()} if candidate.refers_to else None,
+                metadata=_metadata_of(episode, candidate),
             )
             for candidate in candidates
         ]
@@ -90,6 +90,14 @@ def facts_extract(
             return None
 
     return judged_then_written(tenant=tenant, user_id=user_id, judge=judge, write=write)
+
+
+def _metadata_of(episode, candidate: ExtractedFact) -> dict:
+    """The episode's metadata (the caller's), and the day the fact refers to when one was said."""
+    metadata = dict(episode.metadata) if episode is not None else {}
+    if candidate.refers_to:
+        metadata["refers_to"] = candidate.refers_to.isoformat()
+    return metadata
 
 
 class _Stale(Exception):

@@ -136,6 +136,26 @@ class TestFacts:
         assert set(found[0].scores) >= {"vector", "keyword", "final"}
         assert [hit.fact.category for hit in client.facts.search("alice", "cat", categories=["profile"])] == ["profile"]
 
+    def test_filters_narrow_list_search_context_export_and_delete(self, client):
+        atlas = client.facts.remember("alice", "Deploys the atlas service with Helm", metadata={"project": "atlas"})
+        zephyr = client.facts.remember("alice", "Deploys the zephyr service with Ansible", metadata={"project": "z"})
+        only_atlas = {"metadata.project": "atlas"}
+
+        listed = [fact.id for fact in client.facts.list("alice", filters=only_atlas)]
+        found = client.facts.search("alice", "how does she deploy?", filters={"NOT": only_atlas})
+        context = client.context("alice", "how does she deploy?", filters=only_atlas, include_documents=False)
+        exported = [record for record in client.users.export("alice", filters=only_atlas) if record["type"] == "fact"]
+        deleted = client.facts.delete_where("alice", {"metadata.project": {"in": ["z"]}})
+
+        assert listed == [atlas.fact.id]
+        assert [hit.fact.id for hit in found] == [zephyr.fact.id]
+        assert [hit.fact.id for hit in context.facts] == [atlas.fact.id]
+        assert [record["id"] for record in exported] == [atlas.fact.id]
+        assert (deleted.deleted, deleted.fact_ids) == (1, [zephyr.fact.id])
+        with pytest.raises(ValidationError) as refused:
+            list(client.facts.list("alice", filters={"metadata.project": {"like": "a%"}}))
+        assert "filters.metadata.project.like: unknown operator" in str(refused.value)
+
 
 def test_conflicts_are_listed_and_resolved(client, tenant_and_key):
     tenant = tenant_and_key[0]

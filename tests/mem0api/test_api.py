@@ -2,7 +2,9 @@
 features we lack, authentication and the error answers (the routes are out of the OpenAPI schema, so out of its
 fuzzing: these are their bad-input tests)."""
 
+import json
 from datetime import timedelta
+from urllib.parse import urlencode
 
 import pytest
 from django.utils import timezone
@@ -173,9 +175,9 @@ def test_a_wrong_method_is_a_json_405(mem0):
         pytest.param({"messages": SAID}, (400, "user_id_required"), id="no user"),
         pytest.param({"agent_id": "travel", "messages": SAID}, (400, "user_id_required"), id="an agent alone"),
         pytest.param(
-            {"user_id": "alice", "messages": SAID, "metadata": {"a": 1}},
-            (400, "not_supported"),
-            id="metadata with inference",
+            {"user_id": "alice", "messages": SAID, "metadata": {"a": {"b": {"c": {"d": {"e": {"f": {"g": 1}}}}}}}},
+            (400, "validation_error"),
+            id="metadata nested too deep",
         ),
         pytest.param(
             {"user_id": "alice", "run_id": "r1", "messages": SAID, "infer": False},
@@ -271,6 +273,35 @@ def test_a_bad_delete_all_deletes_nothing(mem0, tenant, query, refused):
 
     assert error_of(mem0.delete(f"/mem0/v1/memories/{query}"))[:2] == (400, refused)
     assert Fact.objects.filter(tenant=tenant).count() == 1
+
+
+def test_delete_all_deletes_what_its_filters_select(mem0, tenant):
+    synced = make_fact(tenant=tenant, user_id="alice", content="from the CRM", metadata={"origin": "crm"})
+    said = make_fact(tenant=tenant, user_id="alice", content="said in chat", metadata={"origin": "chat"})
+    bobs = make_fact(tenant=tenant, user_id="bob", content="bob's CRM fact", metadata={"origin": "crm"})
+    filters = json.dumps({"user_id": "alice", "metadata": {"origin": "crm"}})
+
+    response = mem0.delete(f"/mem0/v1/memories/?{urlencode({'filters': filters})}")
+
+    assert response.status_code == 200
+    assert response.json()["deleted"] == 1
+    assert set(Fact.objects.filter(tenant=tenant).values_list("pk", flat=True)) == {said.pk, bobs.pk}
+    assert not Fact.objects.filter(pk=synced.pk).exists()
+
+
+def test_a_v1_search_takes_metadata_at_the_top_as_mem0s_v1_did(mem0):
+    for content, topic in (("Likes jazz", "music"), ("Likes hiking", "sport")):
+        said = [{"role": "user", "content": content}]
+        assert add(mem0, messages=said, user_id="alice", infer=False, metadata={"topic": topic}).status_code == 200
+
+    response = mem0.post(
+        "/mem0/v1/memories/search/",
+        {"query": "likes", "user_id": "alice", "metadata": {"topic": "sport"}, "top_k": 5},
+        format="json",
+    )
+
+    assert response.status_code == 200, response.content
+    assert [memory["memory"] for memory in response.json()["results"]] == ["Likes hiking"]
 
 
 @pytest.mark.parametrize("memory_id", ["abc", "-1", "1.0", "99999999999999999999999", "٣"])

@@ -178,6 +178,20 @@ def test_add_with_inference_keeps_the_conversation_as_an_episode_whose_extractio
     assert set(Fact.objects.filter(tenant=acme[0]).values_list("source_episode", flat=True)) == {episode.pk}
 
 
+def test_add_with_inference_gives_every_extracted_memory_the_requests_metadata(acme_mem0, acme, settings):
+    settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.0
+    conversation = [{k: m[k] for k in ("role", "content")} for m in TURN_1]
+
+    acme_mem0.add(conversation, user_id="u1", run_id="trip-1", metadata={"channel": "whatsapp", "trip": 7})
+
+    episode = Episode.objects.get(tenant=acme[0], user_id="u1")
+    assert episode.metadata == {"channel": "whatsapp", "trip": 7}
+    memories = acme_mem0.get_all(filters={"user_id": "u1", "metadata": {"channel": "whatsapp"}})["results"]
+    assert len(memories) == 2
+    assert all(memory["metadata"]["trip"] == 7 for memory in memories)
+    assert acme_mem0.get_all(filters={"user_id": "u1", "metadata": {"channel": "email"}})["results"] == []
+
+
 def test_an_agents_conversation_gives_that_agents_memories(acme_mem0, acme, settings):
     settings.FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = 0.0
 
@@ -208,6 +222,43 @@ def test_each_add_with_inference_but_no_run_id_is_a_session_of_its_own(acme_mem0
     acme_mem0.add("I prefer green tea in the morning.", user_id="u1")
 
     assert Episode.objects.filter(tenant=acme[0], user_id="u1").count() == 2
+
+
+def test_the_filters_of_a_real_application_select_what_they_say(acme_mem0):
+    ids = {}
+    for text, metadata in [
+        ("Likes jazz", {"topic": "music", "priority": 3}),
+        ("Likes hiking", {"topic": "sport", "priority": 1}),
+        ("Works at Initech", {"topic": "work", "tags": ["job", "office"]}),
+    ]:
+        added = acme_mem0.add(said(text), user_id="alice", infer=False, metadata=metadata)
+        ids[text] = added["results"][0]["id"]
+    acme_mem0.add(said("Likes opera"), user_id="bob", infer=False, metadata={"topic": "music"})
+    alice = {"user_id": "alice"}
+
+    music = acme_mem0.get_all(filters={"AND": [alice, {"metadata": {"topic": "music"}}]})
+    important_or_work = acme_mem0.search(
+        "likes",
+        filters={**alice, "OR": [{"metadata": {"priority": {"gte": 2}}}, {"metadata": {"tags": {"contains": "job"}}}]},
+    )
+    not_music = acme_mem0.get_all(filters={**alice, "NOT": {"metadata": {"topic": {"in": ["music"]}}}})
+    by_id = acme_mem0.get_all(filters={**alice, "memory_ids": [ids["Likes hiking"]]})
+    recent_likes = acme_mem0.get_all(
+        filters={**alice, "created_at": {"gte": "2000-01-01"}, "keywords": {"icontains": "LIKES"}}
+    )
+    with_priority = acme_mem0.search(
+        "likes", filters={**alice, "metadata": {"priority": "*", "topic": {"ne": "music"}}}
+    )
+
+    assert contents(music) == ["Likes jazz"]
+    assert contents(important_or_work) == ["Likes jazz", "Works at Initech"]
+    assert contents(not_music) == ["Likes hiking", "Works at Initech"]
+    assert contents(by_id) == ["Likes hiking"]
+    assert contents(recent_likes) == ["Likes hiking", "Likes jazz"]
+    assert contents(with_priority) == ["Likes hiking"]
+    assert acme_mem0.get_all(filters={**alice, "agent_id": "*"})["count"] == 0  # none was saved for an agent
+    with pytest.raises(ValidationError, match="filters.metadata.priority.gte: expected a string, a number"):
+        acme_mem0.search("jazz", filters={**alice, "metadata": {"priority": {"gte": [2]}}})
 
 
 def test_features_we_lack_raise_the_clients_validation_error_with_the_code(acme_mem0):

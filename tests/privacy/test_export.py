@@ -107,6 +107,36 @@ def test_episodes_come_with_their_messages_in_order_and_conflicts_with_both_fact
                for record in by_type(records, "fact") if record["source_episode"])  # fmt: skip
 
 
+def test_a_filtered_export_holds_the_selected_facts_and_imports_as_it_is(api, tenant, memories):
+    wanted = json.dumps({"OR": [{"category": "profile"}, {"id": memories.facts["pending"].pk}]})
+
+    response = api.get("/api/v1/users/alice/export", {"filters": wanted})
+
+    records = lines_of(response)
+    assert records[0]["filtered"] is True
+    selected = Fact.objects.filter(tenant=tenant, user_id="alice", category="profile")
+    facts = {record["id"]: record for record in by_type(records, "fact")}
+    assert set(facts) == {*selected.values_list("pk", flat=True), memories.facts["pending"].pk}
+    assert not by_type(records, "episode")
+    assert all(record["source_episode"] is None for record in facts.values())
+    old = memories.facts["superseded"]
+    assert facts[old.pk]["superseded_by"] == memories.facts["superseding"].pk  # both in the file
+    assert not by_type(records, "conflict")  # its other fact (the database preference) is not in the file
+    imported = api.post(
+        "/api/v1/users/carol/import", "".join(json.dumps(record) + "\n" for record in records),
+        content_type="application/x-ndjson",
+    )  # fmt: skip
+    assert imported.status_code == 200, imported.content
+    assert Fact.objects.filter(tenant=tenant, user_id="carol").count() == len(facts)
+
+
+def test_a_bad_export_filter_is_a_400_naming_its_path(api, memories):
+    response = api.get("/api/v1/users/alice/export", {"filters": json.dumps({"NOT": {"colour": "red"}})})
+
+    assert response.status_code == 400
+    assert response.json()["error"]["message"].startswith("filters.NOT.colour: unknown field")
+
+
 def test_another_tenant_exporting_the_same_user_id_gets_the_header_alone(memories, other_tenant_and_key):
     other = client_with_key(other_tenant_and_key[1])
 

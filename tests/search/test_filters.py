@@ -4,13 +4,15 @@ of the same filter in Python selects; bad filters are refused naming the path; G
 import json
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 from django.core.exceptions import ValidationError
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from ai.services import active_embedding_model
 from facts.models import Fact
-from facts.selectors import FACT_FILTER_FIELDS, fact_filters_parse, facts_list
+from facts.selectors import FACT_FILTER_FIELDS, fact_filters_parse, facts_list, facts_search
 from search.filters import MAX_CONDITIONS, MAX_DEPTH, FilterError, filter_matches
 from tests.factories import make_fact, make_tenant
 
@@ -48,6 +50,8 @@ def the_facts(tenant) -> list[Fact]:
                 occurred_at=None if n % 4 == 0 else START + timedelta(days=n),
                 last_used_at=None if n % 3 == 0 else START + timedelta(hours=n),
                 metadata=METADATA_VALUES[n % len(METADATA_VALUES)],
+                embedding=np.random.default_rng(n).normal(size=384).astype(np.float32),
+                embedding_model=active_embedding_model(),
             )
         )
     return facts
@@ -64,7 +68,9 @@ SCALARS = st.one_of(
     st.sampled_from(["ops", "Ops", "a", "b", "", "high", "x", "2"]),
 )
 ORDERABLE = st.one_of(st.integers(-2, 4), st.sampled_from([0.5, 3.5, 2.0, "ops", "Ops", "a", "", "x"]))
-MOMENTS = st.integers(0, 40).map(lambda days: (START + timedelta(days=days)).isoformat())
+MOMENTS = st.integers(0, 40).map(lambda days: (START + timedelta(days=days)).isoformat()) | st.integers(0, 40).map(
+    lambda days: (START + timedelta(days=days)).date().isoformat()  # a date alone: its midnight, UTC
+)
 
 
 def conditions():
@@ -76,6 +82,7 @@ def conditions():
             SCALARS,
             st.lists(SCALARS, max_size=3),
             st.dictionaries(st.sampled_from(["eq", "ne", "contains"]), SCALARS, min_size=1, max_size=2),
+            st.fixed_dictionaries({"icontains": st.sampled_from(["OPS", "a", "Y", "-e"])}),
             st.dictionaries(st.sampled_from(["gt", "gte", "lt", "lte"]), ORDERABLE, min_size=1, max_size=2),
             st.dictionaries(st.sampled_from(["in", "nin"]), st.lists(SCALARS, min_size=1, max_size=3), min_size=1),
             st.dictionaries(st.just("exists"), st.booleans(), min_size=1),
@@ -86,7 +93,8 @@ def conditions():
                   st.fixed_dictionaries({"in": st.lists(st.sampled_from(Fact.Category.values), min_size=1)}),
                   st.fixed_dictionaries({"contains": st.sampled_from(["pref", "ro", "zz"])}))),
         st.tuples(st.just("agent_id"), st.one_of(st.sampled_from(["", "coder", "billing"]),
-                  st.fixed_dictionaries({"contains": st.sampled_from(["od", "b", "x"])}))),
+                  st.fixed_dictionaries({"contains": st.sampled_from(["od", "b", "x"])}),
+                  st.fixed_dictionaries({"icontains": st.sampled_from(["OD", "Bill", "x"])}))),
         st.tuples(st.just("pinned"), st.booleans()),
         st.tuples(st.just("confidence"), st.dictionaries(st.sampled_from(["gt", "gte", "lt", "lte", "ne"]),
                   st.sampled_from([0.0, 0.3, 0.5, 0.9]), min_size=1, max_size=2)),
@@ -142,6 +150,8 @@ def test_some_filters_select_what_a_person_expects(stored):
     assert ids({"metadata.priority": {"gte": 2}}) == {f"Fact {n}" for n in range(27) if n % 9 in (2, 3)}
     assert ids({"metadata.tags": {"contains": "a"}}) == {f"Fact {n}" for n in range(27) if n % 9 in (3, 7)}
     assert ids({"metadata.team": {"contains": "ops"}}) == {f"Fact {n}" for n in range(27) if n % 9 in (2, 6)}
+    assert ids({"metadata.team": {"icontains": "OPS"}}) == {f"Fact {n}" for n in range(27) if n % 9 in (2, 3, 6)}
+    assert ids({"occurred_at": {"lte": "2024-01-03"}}) == {"Fact 1", "Fact 2"}  # Fact 2 at its midnight
     assert ids({"metadata.priority": True}) == {f"Fact {n}" for n in range(27) if n % 9 == 5}  # not 1
     assert ids({"metadata.priority": {"in": [1, True]}}) == {f"Fact {n}" for n in range(27) if n % 9 in (1, 5)}
     assert ids({"metadata.priority": {"in": [True, 1]}}) == {f"Fact {n}" for n in range(27) if n % 9 in (1, 5)}
@@ -164,7 +174,7 @@ def test_some_filters_select_what_a_person_expects(stored):
         ({"pinned": {"gt": True}}, "filters.pinned.gt", "unknown operator"),
         ({"OR": []}, "filters.OR", "expected a non-empty list"),
         ({"metadata": 1}, "filters.metadata", "name a metadata key"),
-        ({"metadata.team": {"name": "x"}}, "filters.metadata.team", "expected a string, a number"),
+        ({"metadata.team": {"name": "x"}}, "filters.metadata.team.name", "unknown operator; metadata.team takes eq"),
         ({"metadata.team": {"in": []}}, "filters.metadata.team.in", "expected a non-empty list"),
         ({"metadata.team": "x" * 5000}, "filters.metadata.team", "over 4096 bytes"),
         ([{"category": "preference"}], "filters", "expected an object"),
@@ -257,3 +267,35 @@ def test_a_delete_needs_a_valid_filter(api, tenant):
     assert (missing.status_code, bad.status_code) == (400, 400)
     assert bad.json()["error"]["message"].startswith("filters.colour: unknown field or operator")
     assert Fact.objects.filter(tenant=tenant).count() == 1
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=FILTERS, keyword_only=st.booleans())
+def test_a_filtered_search_finds_exactly_the_searchable_facts_the_filter_selects(stored, raw, keyword_only):
+    tenant, facts = stored
+    try:
+        node = fact_filters_parse(raw)
+    except FilterError as error:
+        assume("deeper than" not in error.reason)
+        raise
+
+    hits = facts_search(
+        tenant=tenant, user_id="u1", query="fact", limit=100, include_pending=True, filters=node,
+        keyword_only=keyword_only, vector=None if keyword_only else np.ones(384, dtype=np.float32) / np.sqrt(384),
+    )  # fmt: skip
+
+    searchable = [fact for fact in facts if fact.status in ("active", "pending") and fact.valid_to is None]
+    assert searchable, "the stored facts include searchable ones"
+    assert {hit.fact.pk for hit in hits} == {fact.pk for fact in searchable if filter_matches(node, row_of(fact))}
+
+
+def test_search_answers_the_same_with_a_filter_that_selects_everything(stored):
+    tenant, _ = stored
+    everything = fact_filters_parse({"OR": [{"pinned": True}, {"pinned": False}]})
+
+    def ranked(**filters):
+        return [hit.fact.pk for hit in facts_search(tenant=tenant, user_id="u1", query="fact 12", limit=5,
+                                                     keyword_only=True, **filters)]  # fmt: skip
+
+    assert ranked(filters=everything) == ranked()
+    assert ranked(filters=fact_filters_parse({"id": {"ne": ranked()[0]}}))[0] != ranked()[0]

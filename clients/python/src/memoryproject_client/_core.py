@@ -171,6 +171,14 @@ def choices(value: str | Iterable[str] | None) -> str | None:
     return ",".join(value)
 
 
+Filter = Mapping[str, Any]  # the filter language: {"metadata.project": "atlas"}, {"AND": [...]}, ... (docs/filters.md)
+
+
+def filter_text(value: Filter | None) -> str | None:
+    """A filter as a query parameter takes it: JSON."""
+    return None if value is None else json.dumps(value)
+
+
 def query_bool(value: bool | None) -> str | None:
     return None if value is None else ("true" if value else "false")
 

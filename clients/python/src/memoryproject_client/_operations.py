@@ -17,12 +17,14 @@ import httpx2
 
 from ._core import (
     NOT_GIVEN,
+    Filter,
     LinesRequest,
     PageRequest,
     Plan,
     Request,
     choices,
     fields,
+    filter_text,
     list_of,
     nothing,
     object_of,
@@ -44,6 +46,7 @@ from .types import (
     Fact,
     FactEvent,
     FactImportResult,
+    FactsDeleted,
     FactSearchResults,
     ForgetPolicy,
     ForgetRun,
@@ -103,10 +106,12 @@ def facts_list(
     pinned: bool | None = None,
     agent_id: str | None = None,
     validity: str | None = None,
+    filters: Filter | None = None,
     page_size: int | None = None,
 ) -> PageRequest[Fact]:
     """Iterate over a user's facts, newest first, fetching pages as needed. `validity`: current (the default),
-    superseded or all; `status`, `category`, `source`: one value or several; `page_size` up to 500."""
+    superseded or all; `status`, `category`, `source`: one value or several; `filters`: the filter language
+    ({"metadata.project": "atlas"}, with AND / OR / NOT); `page_size` up to 500."""
     params = fields(
         user_id=user_id,
         status=choices(status),
@@ -115,6 +120,7 @@ def facts_list(
         pinned=query_bool(pinned),
         agent_id=agent_id,
         validity=validity,
+        filters=filter_text(filters),
         limit=page_size,
     )
     return PageRequest(f"{API}/facts", Fact, params)
@@ -151,6 +157,12 @@ def facts_update(
 
 def facts_delete(fact_id: int) -> Request[None]:
     return Request("DELETE", f"{API}/facts/{segment(fact_id)}", nothing, idempotent=True)
+
+
+def facts_delete_where(user_id: str, filters: Filter, *, agent_id: str | None = None) -> Request[FactsDeleted]:
+    """Delete the user's facts `filters` selects (current, pending and history alike); the ids deleted come back."""
+    body = fields(user_id=user_id, filters=filters, agent_id=agent_id)
+    return Request("POST", f"{API}/facts/delete", object_of(FactsDeleted), json=body)
 
 
 def facts_history(fact_id: int) -> Request[list[FactEvent]]:
@@ -211,9 +223,11 @@ def facts_search(
     occurred_before: Moment | None = None,
     mmr_lambda: float | None = None,
     half_life_days: float | None = None,
+    filters: Filter | None = None,
 ) -> Request[FactSearchResults]:
     """Hybrid search (meaning and keywords, weighted by confidence and recency, diversified) over a user's facts.
-    `as_of`: the facts that were valid at that moment; `occurred_after`/`occurred_before`: by when it happened."""
+    `as_of`: the facts that were valid at that moment; `occurred_after`/`occurred_before`: by when it happened;
+    `filters`: only the facts the filter selects (the filter language, as in `facts.list`)."""
     body = fields(
         user_id=user_id,
         query=query,
@@ -226,6 +240,7 @@ def facts_search(
         occurred_before=occurred_before,
         mmr_lambda=mmr_lambda,
         half_life_days=half_life_days,
+        filters=filters,
     )
     return Request("POST", f"{API}/facts/search", object_of(FactSearchResults), json=body, idempotent=True)
 
@@ -243,9 +258,11 @@ def context_build(
     document_limit: int | None = None,
     categories: Sequence[str] | None = None,
     agent_id: str | None = None,
+    filters: Filter | None = None,
 ) -> Request[Context]:
     """Before an LLM call: the user's facts and the knowledge-base passages relevant to `query`, as prompt-ready
-    text within `max_tokens`. The facts it injects count as used (they live longer under the forget policy)."""
+    text within `max_tokens`. The facts it injects count as used (they live longer under the forget policy).
+    `filters`: only facts the filter selects (the filter language, as in `facts.list`)."""
     body = fields(
         user_id=user_id,
         query=query,
@@ -255,6 +272,7 @@ def context_build(
         document_limit=document_limit,
         categories=list(categories) if categories is not None else None,
         agent_id=agent_id,
+        filters=filters,
     )
     return Request("POST", f"{API}/context", object_of(Context), json=body, idempotent=True)
 
@@ -271,12 +289,21 @@ def episodes_store(
     *,
     agent_id: str | None = None,
     extract: bool | None = None,
+    metadata: Mapping[str, Any] | None = None,
 ) -> Request[EpisodeStoreResult]:
     """Store a conversation (its messages: role user, assistant, system or tool; content; optional timestamp);
-    facts are extracted from it in the background unless `extract=False`. Post the whole session after every turn:
-    messages already stored are skipped, so nothing is duplicated (which is also why this call is retried safely)."""
+    facts are extracted from it in the background unless `extract=False`, each carrying the episode's `metadata`.
+    Post the whole session after every turn: messages already stored are skipped, so nothing is duplicated (which
+    is also why this call is retried safely)."""
     messages = [_message(message) for message in messages]
-    body = fields(user_id=user_id, session_id=session_id, messages=messages, agent_id=agent_id, extract=extract)
+    body = fields(
+        user_id=user_id,
+        session_id=session_id,
+        messages=messages,
+        agent_id=agent_id,
+        extract=extract,
+        metadata=dict(metadata) if metadata is not None else None,
+    )
     return Request("POST", f"{API}/episodes", object_of(EpisodeStoreResult), json=body, idempotent=True)
 
 
@@ -504,10 +531,14 @@ def users_erase(user_id: str) -> Request[Erasure]:
     return Request("DELETE", f"{API}/users/{segment(user_id)}", object_of(Erasure), idempotent=True)
 
 
-def users_export(user_id: str) -> LinesRequest:
+def users_export(user_id: str, *, filters: Filter | None = None) -> LinesRequest:
     """The user's memory as JSON Lines, read as it streams: a header record ({"type": "header", ...}), then one
-    record per fact (with its history and validity), episode (with its messages) and conflict."""
-    return LinesRequest(Request("GET", f"{API}/users/{segment(user_id)}/export", nothing, idempotent=True))
+    record per fact (with its history and validity), episode (with its messages) and conflict. With `filters`:
+    the facts the filter selects and the conflicts between them, without episodes."""
+    params = fields(filters=filter_text(filters))
+    return LinesRequest(
+        Request("GET", f"{API}/users/{segment(user_id)}/export", nothing, params=params, idempotent=True)
+    )
 
 
 def users_import(

@@ -214,6 +214,7 @@ class Facts(_Resource):
     get = _call(ops.facts_get)
     update = _call(ops.facts_update)
     delete = _call(ops.facts_delete)
+    delete_where = _call(ops.facts_delete_where)
     history = _call(ops.facts_history)
     approve = _call(ops.facts_approve)
     reject = _call(ops.facts_reject)

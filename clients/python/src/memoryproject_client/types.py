@@ -146,6 +146,15 @@ class FactImportResult:
 
 
 @dataclass
+class FactsDeleted:
+    """What a delete by filter removed."""
+
+    deleted: int = 0
+    fact_ids: list[int] = field(default_factory=list)
+    raw: dict[str, Any] = _raw()
+
+
+@dataclass
 class Conflict:
     """Two facts that contradict each other, waiting for (or settled by) a resolution: keep_new, keep_old, keep_both
     or merge."""
@@ -321,6 +330,7 @@ class Episode:
     session_id: str = ""
     message_count: int = 0
     summary: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)  # carried by every fact extracted from it
     extraction_status: str = ""
     extraction_error: str = ""
     extraction_skip_reason: str = ""
