@@ -21,7 +21,8 @@ from rest_framework.test import APIClient
 from ai.embedders import normalise_rows
 from core.db import copy_insert
 from facts.models import Fact
-from facts.services import IMPORT_FIELDS, fact_remember, facts_import, facts_record_usage
+from facts.services import fact_remember, facts_import, facts_record_usage
+from facts.services.bulk import IMPORT_FIELDS
 from tenancy.services import tenant_create
 
 TOPICS = ["PostgreSQL", "Kubernetes", "dark mode", "Berlin", "tea", "Rust", "Vim", "Friday deploys", "JSONB", "CI"]
