@@ -101,6 +101,8 @@ class Fact(models.Model):
             # One user's rows: lists, and the exact scan of a search in the past (current facts are searched
             # through FactSearchEntry).
             models.Index(fields=["tenant", "user_id", "status"], name="fact_tenant_user_status"),
+            # Filters on metadata (search.filters: an equality goes with its containment, which this finds).
+            GinIndex(fields=["metadata"], opclasses=["jsonb_path_ops"], name="fact_metadata"),
             # The embedding sweep's due facts: a handful of rows, so a partial index of those alone.
             models.Index(
                 fields=["embedding_next_attempt_at"],

@@ -301,9 +301,12 @@ def _metadata_q(node: Condition, column: str) -> Q:
     value_at = _json_at(column, node.keys)
     json_type = Func(value_at, function="jsonb_typeof", output_field=CharField())
     if node.operator == "eq":  # jsonb equality, type for type (true is not 1)
-        return present & Q(**{path: _jsonable(node.value)})
+        return present & _contained(column, node.keys, node.value) & Q(**{path: _jsonable(node.value)})
     if node.operator == "in":  # one equality each: Django's IN drops 1 after True (they hash alike in Python)
-        return present & functools.reduce(operator.or_, (Q(**{path: _jsonable(item)}) for item in node.value))
+        return present & functools.reduce(
+            operator.or_,
+            (_contained(column, node.keys, item) & Q(**{path: _jsonable(item)}) for item in node.value),
+        )
     if node.operator in _ORDERED:
         compare = _ORDERING_LOOKUPS[node.operator]
         if isinstance(node.value, str):  # strings by code point, whatever the database's collation
@@ -318,6 +321,15 @@ def _metadata_q(node: Condition, column: str) -> Q:
     if isinstance(node.value, str):
         holds |= Q(Exact(json_type, "string")) & Q(lookups.Contains(_text_at(column, node.keys), node.value))
     return present & holds
+
+
+def _contained(column: str, keys: tuple[str, ...], value) -> Q:
+    """`column @> {key: {key: value}}`: implied by the equality it goes with, and what a GIN index on the column
+    (jsonb_path_ops) finds without reading the rows."""
+    document = _jsonable(value)
+    for key in reversed(keys):
+        document = {key: document}
+    return Q(**{f"{column}__contains": document})
 
 
 def _jsonable(value):

@@ -35,6 +35,8 @@ INDEXES_WITHOUT_TENANT_FIRST = {
     ("facts.FactSearchEntry", "factsearch_keywords"): "per partition",
     # Large users' nearest entries: the walk filters by tenant and user as it goes (iterative scan).
     ("facts.FactSearchEntry", "factsearch_embedding_hnsw"): "per partition",
+    # Filters on metadata: a GIN index (jsonb_path_ops) holds no tenant; the search ANDs it with the user's rows.
+    ("facts.Fact", "fact_metadata"): "per partition",
 }
 # Foreign keys between tenant tables on the id alone: each becomes (tenant_id, id), with the primary keys.
 FOREIGN_KEYS_TO_WIDEN = {
