@@ -1,7 +1,8 @@
 """PostgreSQL advisory locks, one key space per kind of lock.
 
 A key is one bigint: the namespace in the high 16 bits, the locked thing in the low 48 (an id as it is, or a hash
-of several parts), so two kinds of lock never share a key (a user id "kb:x" cannot meet document "x").
+of several parts), so two kinds of lock never share a key (a user id "kb:x" cannot meet document "x"). A trigger
+computes the same key with core_lock_key (core/sql/locks.sql).
 """
 
 import hashlib
@@ -20,16 +21,18 @@ class LockNamespace(IntEnum):
     KB_DOCUMENT = 2  # writes to one knowledge-base document: (tenant id, doc id)
     FORGET_TENANT = 3  # a forgetting run of one tenant: (tenant id,)
     EPISODE_EXTRACTION = 4  # the extraction run of one episode: (episode id,)
+    SEARCH_TERMS = 5  # the search-term counts of one user, taken by facts/sql/search_upkeep.sql: (tenant id, user id)
 
 
 def lock_key(namespace: LockNamespace, *parts: int | str) -> int:
     """The advisory-lock key of `parts` in `namespace`: a single integer id is used as it is (unique up to
-    2^48), anything else is hashed (blake2b, the same in every process)."""
+    2^48), anything else is hashed (the first 48 bits of the MD5 of the parts joined by U+001F: the same in every
+    process, and in SQL: core_lock_key)."""
     if len(parts) == 1 and isinstance(parts[0], int) and 0 <= parts[0] <= _LOW_MASK:
         low = parts[0]
     else:
         text = "\x1f".join(str(part) for part in parts).encode()
-        low = int.from_bytes(hashlib.blake2b(text, digest_size=6).digest(), "big")
+        low = int.from_bytes(hashlib.md5(text).digest()[:6], "big")  # noqa: S324 - a key, not a secret
     return (int(namespace) << _LOW_BITS) | low
 
 

@@ -140,8 +140,9 @@ class Fact(models.Model):
 class FactSearchEntry(models.Model):
     """The narrow copy of each fact a search can find (current, active or pending), which facts_search reads
     instead of the wide facts_fact rows: ~1 kB a row (a halfvec and the keywords) instead of ~2.3 kB, and a GIN
-    index that finds one user's keyword matches alone. Written by PostgreSQL only: triggers on facts_fact (migration
-    0013) keep it in step with every insert, COPY, update and delete, so no write path can forget it.
+    index that finds one user's keyword matches alone. Written by PostgreSQL only: triggers on facts_fact
+    (facts/sql/search_upkeep.sql) keep it in step with every insert, COPY, update and delete, so no write path can
+    forget it.
 
     keywords is the fact's search_vector plus one scope lexeme, 'zs' + md5('<tenant id>:<user id>')
     (search_scope_lexeme): a query ANDs it with its terms, so the GIN index yields the rows of that user only
@@ -211,7 +212,7 @@ class FactSearchCount(SearchEntryKey):
     """How many search entries a user has, per value of every column a search filters them by: what a search reads
     for its BM25 N and its choice of how to find the nearest entries, instead of counting the user's entries (1.1 of
     the 10.5 ms a 10k user's search statement took). Written by PostgreSQL only: triggers on facts_factsearchentry
-    (migration 0015) add each statement's net change, and drop a row that reaches 0."""
+    (facts/sql/search_upkeep.sql) add each statement's net change, and drop a row that reaches 0."""
 
     class Meta:
         constraints = [
@@ -229,8 +230,8 @@ class FactSearchTerm(SearchEntryKey):
     """How many search entries of a user hold a lexeme, per value of every column a search filters entries by (as
     FactSearchCount): the document frequency BM25 needs for a common term, which facts_search would otherwise count
     by reading every entry holding it (~1,400 of a 10k user's for a name). Written by PostgreSQL only: triggers on
-    facts_factsearchentry (migration 0018) add each statement's net change, and drop a row that reaches 0, so a
-    deleted fact's words do not outlive it."""
+    facts_factsearchentry (facts/sql/search_upkeep.sql) add each statement's net change, and drop a row that
+    reaches 0, so a deleted fact's words do not outlive it."""
 
     lexeme = models.TextField()
 

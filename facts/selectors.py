@@ -636,7 +636,8 @@ def _entries_statement(
 
 
 def search_scope_lexeme(tenant_id: int, user_id: str) -> str:
-    """The lexeme FactSearchEntry.keywords carries for its user (the triggers of migration 0013 compute the same)."""
+    """The lexeme FactSearchEntry.keywords carries for its user (facts_search_scope in facts/sql/search_upkeep.sql,
+    which the triggers call, computes the same)."""
     return "zs" + hashlib.md5(f"{tenant_id}:{user_id}".encode()).hexdigest()  # noqa: S324 - a key, not a secret
 
 

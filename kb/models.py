@@ -130,7 +130,8 @@ def document_label(*, title: str, doc_id: str) -> str:
 class KBTermFrequency(models.Model):
     """How many of a tenant's chunks hold each lexeme of their search_vector, and (lexeme "") how many chunks the
     tenant has: kb_search's BM25 statistics, known before any chunk is read, so that a common term's thousands of
-    chunks need not be counted (or ranked) on every query. Triggers on kb_kbchunk keep it (migration 0007)."""
+    chunks need not be counted (or ranked) on every query. Triggers on kb_kbchunk keep it
+    (kb/sql/term_frequency.sql)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="+", db_index=False)
     lexeme = models.TextField()  # "" counts the chunks themselves (no lexeme is empty)

@@ -7,63 +7,17 @@ import pgvector.django.halfvec
 from django.db import migrations, models
 
 
-# facts_factsearchentry holds a row for each current (valid_to IS NULL) active or pending fact; the three
-# statement-level triggers below keep it so after every INSERT (COPY included), UPDATE and DELETE of facts_fact.
-# An UPDATE that changes none of the copied columns (a usage count, a review timestamp) writes nothing here.
-ENTRY_OF = """
-    SELECT f.id, f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.embedding::halfvec,
-        CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
-        f.embedding_pending <> '',
-        f.search_vector || array_to_tsvector(ARRAY['zs' || md5(f.tenant_id::text || ':' || f.user_id)])
-    FROM {rows} f
-    WHERE f.valid_to IS NULL AND f.status IN ('active', 'pending')"""
-COLUMNS = "fact_id, tenant_id, user_id, agent_id, category, status, embedding, vector_model, awaiting_vector, keywords"
-COPIED = "tenant_id, user_id, agent_id, category, status, valid_to, embedding, embedding_model, embedding_pending, search_vector"
-
-TRIGGERS = f"""
-CREATE FUNCTION facts_search_entry_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO facts_factsearchentry ({COLUMNS}) {ENTRY_OF.format(rows="inserted_facts")};
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_entry_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM facts_factsearchentry e USING new_facts n
-    WHERE e.fact_id = n.id AND NOT (n.valid_to IS NULL AND n.status IN ('active', 'pending'));
-    INSERT INTO facts_factsearchentry ({COLUMNS}) {ENTRY_OF.format(rows="new_facts")}
-        AND EXISTS (
-            SELECT FROM old_facts o WHERE o.id = f.id
-            AND ({", ".join(f"o.{c}" for c in COPIED.split(", "))}) IS DISTINCT FROM ({", ".join(f"f.{c}" for c in COPIED.split(", "))})
-        )
-    ON CONFLICT (fact_id) DO UPDATE SET {", ".join(f"{c} = EXCLUDED.{c}" for c in COLUMNS.split(", ")[1:])};
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_entry_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    DELETE FROM facts_factsearchentry WHERE fact_id IN (SELECT id FROM deleted_facts);
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER facts_search_entry_inserted AFTER INSERT ON facts_fact
-    REFERENCING NEW TABLE AS inserted_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_search_entry_inserted();
-CREATE TRIGGER facts_search_entry_updated AFTER UPDATE ON facts_fact
-    REFERENCING OLD TABLE AS old_facts NEW TABLE AS new_facts FOR EACH STATEMENT
-    EXECUTE FUNCTION facts_search_entry_updated();
-CREATE TRIGGER facts_search_entry_deleted AFTER DELETE ON facts_fact
-    REFERENCING OLD TABLE AS deleted_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_search_entry_deleted();
-
-INSERT INTO facts_factsearchentry ({COLUMNS}) {ENTRY_OF.format(rows="facts_fact")};
-"""
-
-DROP_TRIGGERS = """
-DROP TRIGGER facts_search_entry_inserted ON facts_fact;
-DROP TRIGGER facts_search_entry_updated ON facts_fact;
-DROP TRIGGER facts_search_entry_deleted ON facts_fact;
-DROP FUNCTION facts_search_entry_inserted();
-DROP FUNCTION facts_search_entry_updated();
-DROP FUNCTION facts_search_entry_deleted();
+# facts_factsearchentry holds a row for each current (valid_to IS NULL) active or pending fact. The triggers that keep
+# it so are defined in facts/sql/search_upkeep.sql (migration 0021); here the entries of the facts already stored.
+BACKFILL = """
+INSERT INTO facts_factsearchentry
+    (fact_id, tenant_id, user_id, agent_id, category, status, embedding, vector_model, awaiting_vector, keywords)
+SELECT f.id, f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.embedding::halfvec,
+    CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
+    f.embedding_pending <> '',
+    f.search_vector || array_to_tsvector(ARRAY['zs' || md5(f.tenant_id::text || ':' || f.user_id)])
+FROM facts_fact f
+WHERE f.valid_to IS NULL AND f.status IN ('active', 'pending');
 """
 
 
@@ -93,5 +47,5 @@ class Migration(migrations.Migration):
                 'indexes': [models.Index(fields=['tenant', 'user_id', 'status'], include=['vector_model', 'awaiting_vector'], name='factsearch_tenant_user_status'), django.contrib.postgres.indexes.GinIndex(fields=['keywords'], name='factsearch_keywords')],
             },
         ),
-        migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
+        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
     ]

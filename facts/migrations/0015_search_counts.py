@@ -4,65 +4,12 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # facts_factsearchcount holds, per user and per value of every column a search filters entries by, how many entries
-# the user has. The three statement-level triggers below add the net change each INSERT, UPDATE and DELETE of
-# facts_factsearchentry makes per key (an upsert in key order, so that concurrent writers lock rows alike), and drop
-# a row that reaches 0.
+# the user has. The triggers that keep it so are defined in facts/sql/search_upkeep.sql (migration 0021); here the
+# counts of the entries already stored.
 KEY = "tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector"
-ADD_CHANGES = f"""
-    INSERT INTO facts_factsearchcount ({KEY}, entries)
-    SELECT {KEY}, sum(change) FROM ({{changes}}) changes
-    GROUP BY {KEY} HAVING sum(change) <> 0
-    ORDER BY {KEY}
-    ON CONFLICT ({KEY}) DO UPDATE SET entries = facts_factsearchcount.entries + EXCLUDED.entries;"""
-DROP_EMPTIED = f"""
-    DELETE FROM facts_factsearchcount c USING (SELECT DISTINCT {KEY} FROM {{rows}}) k
-    WHERE c.entries = 0 AND ({", ".join(f"c.{column}" for column in KEY.split(", "))})
-        = ({", ".join(f"k.{column}" for column in KEY.split(", "))});"""
-ADDED = f"SELECT {KEY}, 1 AS change FROM {{rows}}"
-REMOVED = f"SELECT {KEY}, -1 AS change FROM {{rows}}"
-ON_INSERT = ADD_CHANGES.format(changes=ADDED.format(rows="inserted_entries"))
-ON_UPDATE = ADD_CHANGES.format(
-    changes=f"{ADDED.format(rows='new_entries')} UNION ALL {REMOVED.format(rows='old_entries')}"
-) + DROP_EMPTIED.format(rows="old_entries")
-ON_DELETE = ADD_CHANGES.format(changes=REMOVED.format(rows="deleted_entries")) + DROP_EMPTIED.format(
-    rows="deleted_entries"
-)
-
-TRIGGERS = f"""
-CREATE FUNCTION facts_search_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_INSERT}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_UPDATE}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_DELETE}
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER facts_search_count_inserted AFTER INSERT ON facts_factsearchentry
-    REFERENCING NEW TABLE AS inserted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_count_inserted();
-CREATE TRIGGER facts_search_count_updated AFTER UPDATE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS old_entries NEW TABLE AS new_entries FOR EACH STATEMENT
-    EXECUTE FUNCTION facts_search_count_updated();
-CREATE TRIGGER facts_search_count_deleted AFTER DELETE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS deleted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_count_deleted();
-
+BACKFILL = f"""
 INSERT INTO facts_factsearchcount ({KEY}, entries)
 SELECT {KEY}, count(*) FROM facts_factsearchentry GROUP BY {KEY};
-"""
-
-DROP_TRIGGERS = """
-DROP TRIGGER facts_search_count_inserted ON facts_factsearchentry;
-DROP TRIGGER facts_search_count_updated ON facts_factsearchentry;
-DROP TRIGGER facts_search_count_deleted ON facts_factsearchentry;
-DROP FUNCTION facts_search_count_inserted();
-DROP FUNCTION facts_search_count_updated();
-DROP FUNCTION facts_search_count_deleted();
 """
 
 
@@ -91,5 +38,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('tenant', 'user_id', 'status', 'agent_id', 'category', 'vector_model', 'awaiting_vector'), name='factsearchcount_key')],
             },
         ),
-        migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
+        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
     ]

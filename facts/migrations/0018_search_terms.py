@@ -4,89 +4,15 @@ import django.db.models.deletion
 from django.db import migrations, models
 
 # facts_factsearchterm holds, per user, lexeme and value of every column a search filters entries by, how many
-# entries hold the lexeme (the user's scope lexeme left out). The three statement-level triggers below add the net
-# change each INSERT, UPDATE and DELETE of facts_factsearchentry makes per key (an upsert in key order, as
-# migration 0015's, so that concurrent writers lock rows alike), and drop the rows that reach 0, each found through
-# the key's index (a join could scan every user's rows). Each trigger first takes a lock per user whose words the
-# statement changes (in one order), held to the end of the transaction: a transaction that changes a user's words in
-# two statements would otherwise hold one word's row while another writer, holding a second, waits for it.
+# entries hold the lexeme (the user's scope lexeme left out). The triggers that keep it so are defined in
+# facts/sql/search_upkeep.sql (migration 0021); here the terms of the entries already stored.
 KEY = "tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector"
-ROW_KEY = ", ".join("lexeme" if column == "lexeme" else f"e.{column}" for column in KEY.split(", "))
-
-
-def lexemes(rows: str, change: int) -> str:
-    """Each lexeme of each entry of `rows` under its key, counted `change`."""
-    return f"""SELECT {ROW_KEY}, {change} AS change FROM {rows} e, unnest(tsvector_to_array(e.keywords)) AS lexeme
-        WHERE lexeme <> 'zs' || md5(e.tenant_id::text || ':' || e.user_id)"""
-
-
-ADD_CHANGES = f"""
-    INSERT INTO facts_factsearchterm AS t ({KEY}, entries)
-    SELECT {KEY}, sum(change) FROM ({{changes}}) changes
-    GROUP BY {KEY} HAVING sum(change) <> 0
-    ORDER BY {KEY}
-    ON CONFLICT ({KEY}) DO UPDATE SET entries = t.entries + EXCLUDED.entries;"""
-SAME_KEY = " AND ".join(f"t.{column} = k.{column}" for column in KEY.split(", "))
-DROP_EMPTIED = f"""
-    DELETE FROM facts_factsearchterm WHERE id = ANY(ARRAY(
-        SELECT t.id FROM (SELECT DISTINCT {KEY} FROM ({{removed}}) removed) k
-        CROSS JOIN LATERAL (SELECT id FROM facts_factsearchterm t WHERE {SAME_KEY} AND t.entries = 0) t
-    ));"""
-USERS_LOCKED = """
-    PERFORM pg_advisory_xact_lock(hashtext('facts_factsearchterm'), user_key) FROM (
-        SELECT DISTINCT hashtext(tenant_id::text || ':' || user_id) AS user_key FROM ({rows}) entries ORDER BY 1
-    ) users;"""
-ON_INSERT = USERS_LOCKED.format(rows="SELECT tenant_id, user_id FROM inserted_entries") + ADD_CHANGES.format(
-    changes=lexemes("inserted_entries", 1)
-)
-ON_UPDATE = (
-    USERS_LOCKED.format(
-        rows="SELECT tenant_id, user_id FROM new_entries UNION ALL SELECT tenant_id, user_id FROM old_entries"
-    )
-    + ADD_CHANGES.format(changes=f"{lexemes('new_entries', 1)} UNION ALL {lexemes('old_entries', -1)}")
-    + DROP_EMPTIED.format(removed=lexemes("old_entries", -1))
-)
-ON_DELETE = (
-    USERS_LOCKED.format(rows="SELECT tenant_id, user_id FROM deleted_entries")
-    + ADD_CHANGES.format(changes=lexemes("deleted_entries", -1))
-    + DROP_EMPTIED.format(removed=lexemes("deleted_entries", -1))
-)
-
-TRIGGERS = f"""
-CREATE FUNCTION facts_search_term_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_INSERT}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_term_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_UPDATE}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION facts_search_term_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN{ON_DELETE}
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER facts_search_term_inserted AFTER INSERT ON facts_factsearchentry
-    REFERENCING NEW TABLE AS inserted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_term_inserted();
-CREATE TRIGGER facts_search_term_updated AFTER UPDATE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS old_entries NEW TABLE AS new_entries FOR EACH STATEMENT
-    EXECUTE FUNCTION facts_search_term_updated();
-CREATE TRIGGER facts_search_term_deleted AFTER DELETE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS deleted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_term_deleted();
-
+BACKFILL = f"""
 INSERT INTO facts_factsearchterm ({KEY}, entries)
-SELECT {KEY}, sum(change) FROM ({lexemes("facts_factsearchentry", 1)}) entries GROUP BY {KEY};
-"""
-
-DROP_TRIGGERS = """
-DROP TRIGGER facts_search_term_inserted ON facts_factsearchentry;
-DROP TRIGGER facts_search_term_updated ON facts_factsearchentry;
-DROP TRIGGER facts_search_term_deleted ON facts_factsearchentry;
-DROP FUNCTION facts_search_term_inserted();
-DROP FUNCTION facts_search_term_updated();
-DROP FUNCTION facts_search_term_deleted();
+SELECT e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model, e.awaiting_vector, count(*)
+FROM facts_factsearchentry e, unnest(tsvector_to_array(e.keywords)) AS lexeme
+WHERE lexeme <> 'zs' || md5(e.tenant_id::text || ':' || e.user_id)
+GROUP BY e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model, e.awaiting_vector;
 """
 
 
@@ -116,5 +42,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('tenant', 'user_id', 'lexeme', 'status', 'agent_id', 'category', 'vector_model', 'awaiting_vector'), name='factsearchterm_key')],
             },
         ),
-        migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
+        migrations.RunSQL(BACKFILL, migrations.RunSQL.noop),
     ]

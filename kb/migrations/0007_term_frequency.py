@@ -3,66 +3,9 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-# kb_kbtermfrequency counts, per tenant, the chunks holding each lexeme, and (lexeme '') the chunks; the three
-# statement-level triggers below keep it so after every INSERT (COPY included), UPDATE and DELETE of kb_kbchunk.
-# One statement applies a change: the net count per (tenant, lexeme), upserted in (tenant, lexeme) order. Every
-# change of a tenant's chunks touches its '' row first (an UPDATE with delta 0 too), so writers of one tenant's
-# chunks queue there instead of deadlocking on lexemes taken in different orders. A decrement whose row is gone
-# (the tenant's rows deleted first, as when the tenant itself is deleted) is dropped.
-LEXEMES = "unnest(tsvector_to_array({rows}.search_vector) || ''::text) AS lexeme"
-APPLY = """
-    INSERT INTO kb_kbtermfrequency AS f (tenant_id, lexeme, chunks)
-    SELECT tenant_id, lexeme, delta FROM (
-        SELECT tenant_id, lexeme, sum(delta)::int AS delta FROM ({deltas}) changes GROUP BY tenant_id, lexeme
-    ) d
-    WHERE delta > 0 OR ((delta < 0 OR lexeme = '') AND EXISTS (
-        SELECT FROM kb_kbtermfrequency e WHERE e.tenant_id = d.tenant_id AND e.lexeme = d.lexeme
-    ))
-    ORDER BY tenant_id, lexeme
-    ON CONFLICT (tenant_id, lexeme) DO UPDATE SET chunks = f.chunks + EXCLUDED.chunks;"""
-ADDED = f"SELECT tenant_id, lexeme, 1 AS delta FROM added_chunks, {LEXEMES.format(rows='added_chunks')}"
-REMOVED = f"SELECT tenant_id, lexeme, -1 AS delta FROM removed_chunks, {LEXEMES.format(rows='removed_chunks')}"
-CHANGED = """
-        SELECT {side}.tenant_id, lexeme, {delta} AS delta
-        FROM old_chunks o JOIN new_chunks n ON n.id = o.id, {lexemes}
-        WHERE (o.tenant_id, o.search_vector) IS DISTINCT FROM (n.tenant_id, n.search_vector)"""
-UPDATED = " UNION ALL ".join(
-    CHANGED.format(side=side, delta=delta, lexemes=LEXEMES.format(rows=side)) for side, delta in (("n", 1), ("o", -1))
-)
-
-TRIGGERS = f"""
-CREATE FUNCTION kb_term_frequency_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN {APPLY.format(deltas=ADDED)}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION kb_term_frequency_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN {APPLY.format(deltas=UPDATED)}
-    RETURN NULL;
-END $$;
-
-CREATE FUNCTION kb_term_frequency_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN {APPLY.format(deltas=REMOVED)}
-    RETURN NULL;
-END $$;
-
-CREATE TRIGGER kb_term_frequency_inserted AFTER INSERT ON kb_kbchunk
-    REFERENCING NEW TABLE AS added_chunks FOR EACH STATEMENT EXECUTE FUNCTION kb_term_frequency_inserted();
-CREATE TRIGGER kb_term_frequency_updated AFTER UPDATE ON kb_kbchunk
-    REFERENCING OLD TABLE AS old_chunks NEW TABLE AS new_chunks FOR EACH STATEMENT
-    EXECUTE FUNCTION kb_term_frequency_updated();
-CREATE TRIGGER kb_term_frequency_deleted AFTER DELETE ON kb_kbchunk
-    REFERENCING OLD TABLE AS removed_chunks FOR EACH STATEMENT EXECUTE FUNCTION kb_term_frequency_deleted();
-"""
-
-DROP_TRIGGERS = """
-DROP TRIGGER kb_term_frequency_inserted ON kb_kbchunk;
-DROP TRIGGER kb_term_frequency_updated ON kb_kbchunk;
-DROP TRIGGER kb_term_frequency_deleted ON kb_kbchunk;
-DROP FUNCTION kb_term_frequency_inserted();
-DROP FUNCTION kb_term_frequency_updated();
-DROP FUNCTION kb_term_frequency_deleted();
-"""
+# kb_kbtermfrequency counts, per tenant, the chunks holding each lexeme, and (lexeme '') the chunks. The triggers that
+# keep it so are defined in kb/sql/term_frequency.sql (migration 0012); migration 0008 counts the chunks already
+# stored.
 
 
 class Migration(migrations.Migration):
@@ -95,5 +38,4 @@ class Migration(migrations.Migration):
                 ],
             },
         ),
-        migrations.RunSQL(TRIGGERS, DROP_TRIGGERS),
     ]

@@ -1,7 +1,7 @@
 """Advisory locks: one key space per kind of lock, and locks that really exclude another session."""
 
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
 
 from core.locks import LockNamespace, is_locked, lock_key, session_lock, xact_lock
 from tests.threads import held_elsewhere
@@ -22,6 +22,17 @@ def test_a_key_is_the_same_in_every_process_and_fits_a_bigint():
     assert lock_key(LockNamespace.FORGET_TENANT, 42) == (int(LockNamespace.FORGET_TENANT) << 48) | 42
     for namespace in LockNamespace:
         assert 0 < lock_key(namespace, "x" * 300) < 2**63
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("parts", [(3, "alice"), (12, "team/a b"), (1, "张伟"), ("x" * 300,)])
+def test_sql_computes_the_key_python_does(parts):
+    """What a trigger locks (core_lock_key) is what Python's lock_key names, so both can take the same lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT core_lock_key(%s, %s)", [int(LockNamespace.SEARCH_TERMS), "\x1f".join(map(str, parts))])
+        [key] = cursor.fetchone()
+
+    assert key == lock_key(LockNamespace.SEARCH_TERMS, *parts)
 
 
 @pytest.mark.django_db(transaction=True)

@@ -1,20 +1,23 @@
 """FactSearchEntry, the narrow copy of each searchable fact, stays in step with facts_fact through every kind of
-write (the triggers of migration facts/0013), and FactSearchCount and FactSearchTerm with the entries (facts/0015,
-facts/0018): compared row by row with what they must hold."""
+write, and FactSearchCount and FactSearchTerm with the entries (the triggers of facts/sql/search_upkeep.sql):
+compared row by row with what they must hold."""
 
 import threading
 import time
 from collections import Counter
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.db.models import Count
 
+from core.locks import LockNamespace, xact_lock
 from facts.models import Fact, FactSearchCount, FactSearchEntry, FactSearchTerm
 from facts.selectors import facts_search, search_scope_lexeme
 from facts.services import fact_delete, fact_reject, fact_remember, fact_update, facts_import, facts_record_usage
 from tenancy.services import tenant_create
+from tests.threads import held_elsewhere
 
 pytestmark = pytest.mark.django_db
 
@@ -236,6 +239,28 @@ def test_two_writers_of_one_users_words_queue_instead_of_deadlocking(tenant):
     assert errors == []
     assert stored_terms() == counted_terms()
     assert FactSearchTerm.objects.get(tenant=tenant, user_id="u1", lexeme="theremin").entries == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_term_triggers_take_the_lock_core_locks_names_for_the_user(tenant):
+    @contextmanager
+    def users_terms_locked():
+        with transaction.atomic():
+            xact_lock(LockNamespace.SEARCH_TERMS, tenant.pk, "u1")
+            yield
+
+    def import_with_a_lock_timeout(user_id: str) -> None:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL lock_timeout = '300ms'")
+            facts_import(tenant=tenant, facts=[{"user_id": user_id, "content": "Plays the cello"}], actor="test")
+
+    with held_elsewhere(users_terms_locked):
+        with pytest.raises(OperationalError, match="lock timeout"):
+            import_with_a_lock_timeout("u1")
+        import_with_a_lock_timeout("u2")  # another user's words: not held
+
+    assert list(Fact.objects.values_list("user_id", flat=True)) == ["u2"]
 
 
 def test_a_users_counts_and_words_go_with_their_last_fact(tenant):
