@@ -18,6 +18,7 @@ from core.replicas import read_alias
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
 from search.filters import filter_parse, filter_q, filter_sql
+from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent, FactSearchCount
@@ -516,20 +517,12 @@ def _nearest_sql(
     return _NEAREST_SQL.format(where=where, through_graph=through_graph, keywords_column=keywords_column)
 
 
-_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
-
-
 def graph_settings(params: dict) -> tuple[str, dict]:
-    """The statement that sets the graph walk's settings, to send before a statement built on _NEAREST_SQL in the
-    same call: a simple query of two statements runs as one transaction, so they end with it (one round trip), or
-    with the caller's transaction when there is one.
-    Without iterative scan the walk stops at ef_search entries of all users, of which few may be the user's."""
-    ef_search = min(max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0)), _MAX_EF_SEARCH)
-    sql = (
-        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-        " set_config('hnsw.ef_search', %(ef_search)s, true);\n"
-    )
-    return sql, params | {"ef_search": str(ef_search)}
+    """The statement that sets the graph walk's settings (search.planner), to send before a statement built on
+    _NEAREST_SQL in the same call: a simple query of two statements runs as one transaction, so they end with it,
+    or with the caller's transaction when there is one."""
+    ef_search = max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0))
+    return graph_walk_settings(ef_search=ef_search), params
 
 
 def nearest_params() -> dict:

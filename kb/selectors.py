@@ -19,6 +19,7 @@ from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
+from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
 from .models import Document, DocumentIndexing, KBChunk
@@ -224,7 +225,6 @@ ORDER BY 1
 # Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1 (bench/kb.py
 # at 1M chunks, p95: 4 terms 155 ms, 5 93 ms, 6 122 ms).
 MAX_PATTERN_TERMS = 5
-_MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
 
 
 @timed(SEARCH_SECONDS, operation="kb_search")
@@ -317,24 +317,15 @@ def _search_chunks(
         limit=limit,
         documents=documents,
     )
-    # Without iterative scan, HNSW returns ef_search rows before the tenant filter and the filter can leave almost
-    # nothing; relaxed order is fine because the candidates are re-scored below. No parallel plans: the keyword
-    # side's pattern walk relies on the parts of an Append running in order.
-    params["ef_search"] = str(min(max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), _MAX_EF_SEARCH))
+    # Serial: the keyword side's pattern walk relies on the parts of an Append running in order.
+    walk = graph_walk_settings(ef_search=max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), serial=True)
     connection = connections[begun.alias]
     with _settings_ended(connection), connection.cursor() as cursor:
-        cursor.execute(_SEARCH_SETTINGS_SQL + sql, params)
+        cursor.execute(walk + sql, params)
         cursor.nextset()
         rows = cursor.fetchall()
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     return _fused(rows, limit, term_count=len(begun.keywords), weight=weight)
-
-
-_SEARCH_SETTINGS_SQL = (
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-    " set_config('hnsw.ef_search', %(ef_search)s, true),"
-    " set_config('max_parallel_workers_per_gather', '0', true);\n"
-)
 
 
 @contextmanager
