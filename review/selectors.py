@@ -4,12 +4,11 @@ what a reviewer needs to decide each in one look, the open conflicts side by sid
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from episodes.models import Episode, EpisodeMessage
 from facts.models import Fact, FactConflict, FactEvent
-from facts.selectors import facts_search
+from facts.selectors import Neighbour, facts_neighbours_of, facts_search
 from forgetting.models import ForgetRun
 from tenancy.models import Tenant
 from tenancy.selectors import tenants_visible_to
@@ -29,13 +28,6 @@ class Excerpt:
     messages: list[dict]  # {"index", "role", "content", "timestamp", "source": bool}
     more_before: bool
     more_after: bool
-
-
-@dataclass(frozen=True)
-class Neighbour:
-    fact_id: int
-    content: str
-    similarity: float
 
 
 @dataclass
@@ -93,7 +85,7 @@ def review_queue(
     facts = _page(ordered, page)
     items = [QueueItem(fact) for fact in facts]
     excerpts = _excerpts(facts)
-    neighbours = _neighbours([fact.pk for fact in facts])
+    neighbours = facts_neighbours_of(fact_ids=[fact.pk for fact in facts], limit=NEIGHBOURS)
     for item in items:
         item.excerpt = excerpts.get(item.fact.pk)
         item.neighbours = neighbours.get(item.fact.pk, [])
@@ -149,36 +141,6 @@ def excerpt_window(episode: Episode, fact: Fact) -> tuple[int, int]:
     if sources:
         return max(min(sources) - EXCERPT_AROUND, 0), min(max(sources) + EXCERPT_AROUND, count - 1)
     return max(count - 1 - 2 * EXCERPT_AROUND, 0), count - 1  # extracted before provenance was kept: the end
-
-
-# The user's nearest active, current facts for each fact of a page: one statement (a LATERAL exact scan per fact
-# through the (tenant, user_id, status) index), instead of a search per fact.
-_NEIGHBOURS_SQL = """
-SELECT p.id, n.id, n.content, (1 - (n.embedding <=> p.embedding))::float8
-FROM facts_fact p
-CROSS JOIN LATERAL (
-    SELECT id, content, embedding
-    FROM facts_fact n
-    WHERE n.tenant_id = p.tenant_id AND n.user_id = p.user_id AND n.status = 'active' AND n.valid_to IS NULL
-      AND n.embedding_model = p.embedding_model AND n.id <> p.id AND n.embedding IS NOT NULL
-    ORDER BY n.embedding <=> p.embedding
-    LIMIT %(limit)s
-) n
-WHERE p.id = ANY(%(ids)s) AND p.embedding IS NOT NULL
-ORDER BY p.id, 4 DESC
-"""
-
-
-def _neighbours(fact_ids: list[int]) -> dict[int, list[Neighbour]]:
-    if not fact_ids:
-        return {}
-    with connection.cursor() as cursor:
-        cursor.execute(_NEIGHBOURS_SQL, {"ids": fact_ids, "limit": NEIGHBOURS})
-        rows = cursor.fetchall()
-    found: dict[int, list[Neighbour]] = {}
-    for fact_id, neighbour_id, content, similarity in rows:
-        found.setdefault(fact_id, []).append(Neighbour(neighbour_id, content, round(similarity, 3)))
-    return found
 
 
 @dataclass
