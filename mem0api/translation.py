@@ -393,6 +393,8 @@ def add_ids(body: dict) -> tuple[Scope, str | None]:
     scope = scope_of(filters or None, user_id=body.get("user_id"), agent_id=body.get("agent_id"))
     if scope.categories is not None:
         raise ValidationError({"filters.categories": "An add does not filter by category."})
+    if scope.filters is not None:
+        raise ValidationError({"filters": "An add names whose memory it writes (user_id, agent_id, run_id) only."})
     return scope, run_id
 
 

@@ -304,6 +304,11 @@ def test_an_add_names_its_user_agent_and_run(body, ids):
             id="two runs",
         ),
         pytest.param({"filters": "alice"}, ("validation_error", "filters"), id="filters not an object"),
+        pytest.param(
+            {"filters": {"user_id": "alice", "metadata": {"a": 1}}},
+            ("validation_error", "filters"),
+            id="a filter an add cannot honour",
+        ),
     ],
 )
 def test_an_add_without_one_user_is_refused(body, refused):
