@@ -147,9 +147,11 @@ def scope_of(filters=None, *, user_id=None, agent_id=None, categories=None, meta
     for name, value in (("user_id", user_id), ("agent_id", agent_id)):
         if value is not None:
             _add(found, name, _id_value(name, value, name), name)
-    if categories is not None:
-        _add(found, "categories", _categories(categories, "categories"), "categories")
     parts = []
+    if categories is not None and _plain_categories(categories):
+        _add(found, "categories", _categories(categories, "categories"), "categories")
+    elif categories is not None:
+        parts.append(_Part(_category(categories, "")))
     if metadata:
         parts.append(_Part(_metadata(metadata, "")))
     if filters is not None and filters != {}:  # mem0ai sends {} for no filter
@@ -291,7 +293,7 @@ def _category(value, path: str) -> FilterNode | None:
     try:
         return fact_filters_parse({"category": value}, path=path)
     except FilterError as error:
-        raise ValidationError({error.path.replace(".category", ".categories", 1): error.reason}) from None
+        raise ValidationError({error.path.replace(".category", ".categories", 1).lstrip("."): error.reason}) from None
 
 
 def _metadata(value, path: str, keys: tuple[str, ...] = ()) -> FilterNode:

@@ -176,6 +176,12 @@ def test_accepted_refuses_a_body_that_is_not_an_object():
             id="keywords",
         ),
         pytest.param({"user_id": "alice"}, {}, Scope("alice"), id="filters with the user alone"),
+        pytest.param(
+            None,
+            {"user_id": "alice", "categories": {"nin": ["profile"]}},
+            Scope("alice", filters=where({"category": {"nin": ["profile"]}})),
+            id="top-level categories with another operator",
+        ),
     ],
 )
 def test_filters_name_one_scope(filters, given, scope):
@@ -220,6 +226,12 @@ def test_filters_name_one_scope(filters, given, scope):
         ),
         pytest.param(
             {"user_id": "alice", "memory_ids": ["x1"]}, {}, ("validation_error", "filters.memory_ids"), id="ids"
+        ),
+        pytest.param(
+            None,
+            {"user_id": "alice", "categories": {"in": ["profile"], "like": "x"}},
+            ("validation_error", "categories.like"),
+            id="top-level categories with an unknown operator",
         ),
         pytest.param({"user_id": "alice"}, {"user_id": "bob"}, ("validation_error", "filters.user_id"), id="two users"),
         pytest.param(
