@@ -389,7 +389,8 @@ _FILTERS = {
         'Only facts matching this filter, e.g. {"category": "preference"}, {"metadata.project": "atlas"}, '
         '{"created_at": {"gte": "2024-05-01T00:00:00Z"}}, combined with {"AND": [...]}, {"OR": [...]}, {"NOT": ...}. '
         "Fields: category, agent_id, source, status, pinned, confidence, usage_count, created_at, updated_at, "
-        "occurred_at, last_used_at, id, metadata.<key>; operators: eq, ne, in, nin, gt, gte, lt, lte, contains, exists."
+        "occurred_at, last_used_at, id, content, metadata.<key>; operators: eq, ne, in, nin, gt, gte, lt, lte, "
+        "contains, icontains, exists."
     ),
 }
 
