@@ -249,15 +249,18 @@ def test_the_term_triggers_take_the_lock_core_locks_names_for_the_user(tenant):
             xact_lock(LockNamespace.SEARCH_TERMS, tenant.pk, "u1")
             yield
 
-    def import_with_a_lock_timeout(user_id: str) -> None:
+    def import_with_a_lock_timeout(*user_ids: str) -> None:
         with transaction.atomic():
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL lock_timeout = '300ms'")
-            facts_import(tenant=tenant, facts=[{"user_id": user_id, "content": "Plays the cello"}], actor="test")
+            facts = [{"user_id": user_id, "content": "Plays the cello"} for user_id in user_ids]
+            facts_import(tenant=tenant, facts=facts, actor="test")
 
     with held_elsewhere(users_terms_locked):
         with pytest.raises(OperationalError, match="lock timeout"):
             import_with_a_lock_timeout("u1")
+        with pytest.raises(OperationalError, match="lock timeout"):
+            import_with_a_lock_timeout("u0", "u1")  # one statement, two users: each user's lock is taken
         import_with_a_lock_timeout("u2")  # another user's words: not held
 
     assert list(Fact.objects.values_list("user_id", flat=True)) == ["u2"]
