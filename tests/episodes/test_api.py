@@ -64,6 +64,23 @@ def test_reposting_the_session_appends_only_new_messages_and_extracts_only_from_
     assert sorted(actions) == ["created", "created", "created"]
 
 
+def test_metadata_posted_with_messages_reaches_the_episode_its_facts_and_its_export(api, tenant, post_episode):
+    first = post_episode(conversation(messages=TURN_1) | {"metadata": {"channel": "chat"}}).json()
+    post_episode(conversation(messages=TURN_1 + TURN_2) | {"metadata": {"channel": "email", "mood": "calm"}})
+
+    episode = api.get(f"/api/v1/episodes/{first['id']}").json()
+    assert episode["metadata"] == {"channel": "email", "mood": "calm"}  # merged, the later post's keys win
+    channels = {fact["content"]: fact["metadata"].get("channel") for fact in episode["facts"]}
+    assert channels == {
+        "Lives in Berlin": "chat", "Prefers PostgreSQL for new projects": "chat",
+        "Prefers green tea in the morning": "email",
+    }  # fmt: skip
+    exported = api.get("/api/v1/users/u1/export").getvalue().decode()
+    imported = api.post("/api/v1/users/u2/import", exported, content_type="application/x-ndjson")
+    assert imported.status_code == 200, imported.content
+    assert Episode.objects.get(tenant=tenant, user_id="u2").metadata == {"channel": "email", "mood": "calm"}
+
+
 def test_posting_only_the_new_turns_appends_them(api, post_episode):
     episode_id = post_episode(conversation(messages=TURN_1)).json()["id"]
 
