@@ -13,6 +13,16 @@ from django.db.models import Field, Model
 from pgvector.django import VectorField
 
 
+class BitStringField(Field):
+    """PostgreSQL's `bit varying`: bits of any length (pgvector's binary_quantize of a vector of any size, compared
+    with its Hamming distance operator `<~>`). Written by the database only; read back as the bits' text."""
+
+    description = "bit string"
+
+    def db_type(self, connection) -> str:
+        return "bit varying"
+
+
 @functools.lru_cache(maxsize=8)
 def _vector_format(dimensions: int) -> str:
     return "[" + ",".join(["%.7g"] * dimensions) + "]"

@@ -7,6 +7,7 @@ from django.db import models
 from django.utils import timezone
 from pgvector.django import HalfVectorField, HnswIndex, VectorField
 
+from core.db import BitStringField
 from core.text import search_text
 from tenancy.models import Tenant
 
@@ -164,13 +165,17 @@ class FactSearchEntry(models.Model):
     vector_model = models.CharField(max_length=200)  # the model of the vector, "" without one
     awaiting_vector = models.BooleanField()
     keywords = SearchVectorField()
+    # The vector's signs, a bit each (pgvector's binary_quantize): a large user's shortlist of nearest entries is
+    # taken by their Hamming distance to the query's, from the index below alone (search.nearest).
+    signs = BitStringField(null=True)
 
     class Meta:
         indexes = [
-            # Covering what a search filters on, so counting a user's entries reads the index alone.
+            # Covering what a search filters on and the signs, so counting a user's entries and shortlisting them
+            # read the index alone, in the user's order whatever else the table holds.
             models.Index(
                 fields=["tenant", "user_id", "status"],
-                include=["vector_model", "awaiting_vector"],
+                include=["vector_model", "awaiting_vector", "category", "agent_id", "fact", "signs"],
                 name="factsearch_tenant_user_status",
             ),
             # Without a pending list: with one, every search scans the facts inserted since the last merge, every

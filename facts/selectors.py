@@ -18,6 +18,8 @@ from core.replicas import read_alias
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
 from search.filters import filter_parse, filter_q, filter_sql
+from search.nearest import NearestPath, nearest_path, walks_graph_sql
+from search.nearest import nearest_params as search_nearest_params
 from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
@@ -146,9 +148,8 @@ def facts_nearest(
         "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
         "vector": vector_literal(vector),
         "pool": limit + NEAREST_MARGIN,
-        "nearest": limit + NEAREST_MARGIN,
         "limit": limit,
-    } | nearest_params()
+    } | nearest_params(limit + NEAREST_MARGIN)
     with connection.cursor() as cursor:
         rows = _fetch_search_rows(cursor, _AGENT_NEIGHBOURS_SQL if agent_id else _NEIGHBOURS_SQL, params)
     return [Neighbour(fact=_hit_fact(values), similarity=1.0 - distance) for *values, distance in rows]
@@ -376,7 +377,7 @@ def facts_search_statement(
         "candidates": candidates,
     }
     if vector is not None:
-        params |= {"vector": vector_literal(vector)} | nearest_params()
+        params["vector"] = vector_literal(vector)
     scans_facts = as_of is not None or occurred_after is not None or occurred_before is not None or filters is not None
     if not scans_facts and not bm25.b:
         return _entries_statement(
@@ -428,8 +429,8 @@ def facts_search_statement(
 # (`ceiling`) on the keyword side and at most the last nearest entry's cosine on the vector side. When that bound
 # is below the pool's last fused score, and the entries read hold the best keyword score (so the scaling is right
 # too), no unread entry could rank: `complete`. When not, facts_search runs the statement again reading every
-# term's entries. Through the HNSW graph, "the last nearest entry" is the walk's, so such a pool is as approximate
-# as the graph's nearest.
+# term's entries. Through the HNSW graph or a shortlist, "the last nearest entry" is the walk's or the shortlist's,
+# so such a pool is as approximate as their nearest.
 _ENTRIES_SQL = """
 WITH {nearest}matched AS MATERIALIZED (
     SELECT fact_id AS id, {vector_score} AS vector_score{match_columns}
@@ -501,17 +502,27 @@ class SearchStatistics:
 _COUNTED_SQL = """counted AS MATERIALIZED (
     SELECT coalesce(sum(entries), 0) AS rows FROM facts_factsearchcount WHERE {where}
 )"""
-# The user's `nearest` entries nearest to the query by half precision (the search's and facts_nearest's): exactly,
-# by a top-N sort of the user's rows (btree), unless the user is large and holds a large share of the table; then
-# approximately through the HNSW graph (iterative scan: walked until that many of the user's entries are found), at
-# a measured 0.99 of the exact top 20 among them, re-scored exactly afterwards like the others. Only one branch
-# runs: each is gated by `through_graph` (a one-time filter on `counted`, or a constant the planner prunes by). A
-# small share would make the walk visit mostly other users' entries, slower than the exact sort.
+# The user's `nearest` entries nearest to the query by half precision (the search's and facts_nearest's), found by
+# the path search.nearest chooses: an exact sort of the user's rows (btree); a shortlist of the rows nearest by
+# their vectors' signs (Hamming distance, read from the btree alone), re-scored by half precision; or the HNSW graph
+# (iterative scan: walked until that many of the user's entries are found). The shortlist and the walk find a
+# measured 0.99 and more of the exact nearest; every path's entries are re-scored exactly afterwards. Only one
+# branch runs: each is gated by a constant the planner prunes by, or by a one-time filter on `counted`.
 _NEAREST_SQL = """nearest AS MATERIALIZED (
     (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
     FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND NOT {through_graph}
+    WHERE {where} AND vector_model = %(model)s AND {sorted}
     ORDER BY vector_score DESC, fact_id DESC
+    LIMIT %(nearest)s)
+    UNION ALL
+    (SELECT e.fact_id AS id, 1 - (e.embedding <=> %(vector)s::halfvec) AS vector_score{shortlist_keywords_column}
+    FROM (
+        SELECT fact_id FROM facts_factsearchentry
+        WHERE {where} AND vector_model = %(model)s AND {shortlisted}
+        ORDER BY signs <~> binary_quantize(%(vector)s::halfvec), fact_id DESC
+        LIMIT %(shortlist)s
+    ) shortlist JOIN facts_factsearchentry e ON e.fact_id = shortlist.fact_id
+    ORDER BY vector_score DESC, id DESC
     LIMIT %(nearest)s)
     UNION ALL
     (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
@@ -520,16 +531,36 @@ _NEAREST_SQL = """nearest AS MATERIALIZED (
     ORDER BY embedding <=> %(vector)s::halfvec
     LIMIT %(nearest)s)
 )"""
-_THROUGH_GRAPH = (
-    "rows >= %(graph_min_entries)s"
-    " AND rows >= %(graph_min_share)s * (SELECT reltuples FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass)"
-)
+_TABLE_ENTRIES = "(SELECT reltuples FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass)"
+_WALKS_GRAPH = walks_graph_sql("rows", _TABLE_ENTRIES)
+# The paths as facts_nearest decides them, from `counted` (search.nearest's rule in SQL).
+_COUNTED_PATHS = {
+    NearestPath.SORT: "(SELECT rows <= %(sort_max_entries)s FROM counted)",
+    NearestPath.SHORTLIST: f"(SELECT rows > %(sort_max_entries)s AND NOT {_WALKS_GRAPH} FROM counted)",
+    NearestPath.GRAPH: f"(SELECT rows > %(sort_max_entries)s AND {_WALKS_GRAPH} FROM counted)",
+}
+# Shortlisted by their signs: this many entries for each nearest one asked for, and at least the floor (the signs
+# of 384 dimensions tell near from far coarsely; docs/benchmarks.md has the share of the exact nearest found).
+SHORTLIST_PER_NEAREST = 5
+SHORTLIST_FLOOR = 400
 
 
-def _nearest_sql(
-    where: str, through_graph: str = f"(SELECT {_THROUGH_GRAPH} FROM counted)", keywords_column: str = ""
-) -> str:
-    return _NEAREST_SQL.format(where=where, through_graph=through_graph, keywords_column=keywords_column)
+def _nearest_sql(where: str, path: NearestPath | None = None, keywords_column: bool = False) -> str:
+    """The nearest CTE over entries selected by `where`; path None: decided in the statement, from `counted`."""
+    gates = {
+        gate: (_COUNTED_PATHS[branch] if path is None else ("true" if path is branch else "false"))
+        for gate, branch in (
+            ("sorted", NearestPath.SORT),
+            ("shortlisted", NearestPath.SHORTLIST),
+            ("through_graph", NearestPath.GRAPH),
+        )
+    }
+    return _NEAREST_SQL.format(
+        where=where,
+        keywords_column=", keywords" if keywords_column else "",
+        shortlist_keywords_column=", e.keywords" if keywords_column else "",
+        **gates,
+    )
 
 
 def graph_settings(params: dict) -> tuple[str, dict]:
@@ -540,12 +571,13 @@ def graph_settings(params: dict) -> tuple[str, dict]:
     return graph_walk_settings(ef_search=ef_search), params
 
 
-def nearest_params() -> dict:
-    """What decides whether a statement built on _NEAREST_SQL walks the graph."""
+def nearest_params(nearest: int) -> dict:
+    """What a statement built on _NEAREST_SQL needs to choose its path and to read `nearest` entries."""
     return {
-        "graph_min_entries": settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES,
-        "graph_min_share": settings.FACTS_SEARCH_GRAPH_MIN_SHARE,
-    }
+        "nearest": nearest,
+        "shortlist": max(nearest * SHORTLIST_PER_NEAREST, SHORTLIST_FLOOR),
+        "sort_max_entries": settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
+    } | search_nearest_params()
 
 
 def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
@@ -618,10 +650,12 @@ def _entries_statement(
         and entries > settings.FACTS_SEARCH_COMMON_TERM_ENTRIES
     ]
     params |= {f"entries{n}": statistics.term_entries[n] for n in common} | {"common_terms": common}
-    params["nearest"] = params["pool"] * (NEAREST_REACH if common else 1)
-    through_graph = (
-        statistics.entries >= settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES
-        and statistics.entries >= settings.FACTS_SEARCH_GRAPH_MIN_SHARE * statistics.table_entries
+    params |= nearest_params(params["pool"] * (NEAREST_REACH if common else 1))
+    path = nearest_path(
+        rows=statistics.entries,
+        table_rows=statistics.table_entries,
+        sort_max_rows=settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
+        has_signs=True,
     )
 
     def document_frequency(match: str) -> str:  # a common term's from the statistics, the others' counted
@@ -635,9 +669,7 @@ def _entries_statement(
             f" ELSE {keyword_score(keywords, bm25)} END"
         )
     sql = _ENTRIES_SQL.format(
-        nearest=_nearest_sql(where, "true" if through_graph else "false", ", keywords" if common else "") + ",\n"
-        if with_vector
-        else "",
+        nearest=_nearest_sql(where, path, keywords_column=bool(common)) + ",\n" if with_vector else "",
         vector_score="coalesce(1 - (embedding <=> %(vector)s::halfvec), 0)" if with_vector else "0::float8",
         match_columns=keywords.match_columns("keywords"),
         where=where,

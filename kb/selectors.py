@@ -19,6 +19,7 @@ from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
+from search.nearest import NearestPath, nearest_path
 from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
@@ -462,13 +463,15 @@ def kb_search_statement(
 
 
 def _sorted_exactly(statistics: TermChunks) -> bool:
-    """Whether the vector side sorts the tenant's chunks exactly rather than walk the HNSW graph every tenant shares:
-    a small knowledge base, or one that is a small share of the table. A walk visits about table / tenant chunks for
-    each of the tenant's it finds (and may give up first), a sort reads each of the tenant's once: beyond
-    KB_SEARCH_EXACT_MAX_CHUNKS (10,000), while chunks^2 <= table x a tenth of it (a tenant of 20k chunks in a table
-    of 1M: p50 85 -> 39 ms, p95 136 -> 52 ms, and the exact neighbours)."""
-    limit = settings.KB_SEARCH_EXACT_MAX_CHUNKS
-    return statistics.chunks <= limit or statistics.chunks**2 <= statistics.table_chunks * limit / 10
+    """Whether the vector side sorts the tenant's chunks exactly rather than walk the HNSW graph every tenant shares
+    (search.nearest's rule: a small knowledge base, or one that is a small share of the table)."""
+    path = nearest_path(
+        rows=statistics.chunks,
+        table_rows=statistics.table_chunks,
+        sort_max_rows=settings.KB_SEARCH_EXACT_MAX_CHUNKS,
+        has_signs=False,
+    )
+    return path is NearestPath.SORT
 
 
 # The keyword side's chunks read in full when KB_SEARCH_KEYWORD_CHUNKS_READ is unset: this many times the square root

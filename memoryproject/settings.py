@@ -252,11 +252,10 @@ FACTS_SEARCH_BM25_K1 = env.float("FACTS_SEARCH_BM25_K1", default=1.2)
 FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=2)
 FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
 FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
-# A user's nearest facts come through the HNSW graph (approximate, re-scored exactly) once the user holds at least
-# this many current facts and this share of all users' (bench/search_latency.py); below, by an exact sort. The
-# graph is walked with this candidate list (pgvector hnsw.ef_search, raised to the pool when that is larger).
-FACTS_SEARCH_GRAPH_MIN_ENTRIES = env.int("FACTS_SEARCH_GRAPH_MIN_ENTRIES", default=2000)
-FACTS_SEARCH_GRAPH_MIN_SHARE = env.float("FACTS_SEARCH_GRAPH_MIN_SHARE", default=0.05)
+# A user's nearest facts are sorted exactly up to this many current facts; beyond, search.nearest's rule chooses
+# the HNSW graph or a shortlist by the vectors' signs (both re-scored exactly). The graph is walked with this
+# candidate list (pgvector hnsw.ef_search, raised to the pool when that is larger).
+FACTS_SEARCH_EXACT_MAX_ENTRIES = env.int("FACTS_SEARCH_EXACT_MAX_ENTRIES", default=2000)
 FACTS_SEARCH_EF_SEARCH = env.int("FACTS_SEARCH_EF_SEARCH", default=100)
 # A query term held by more of the user's facts than this is "common": its facts are read only when they could
 # rank (facts.selectors._ENTRIES_SQL), which at 10k facts spares reading the ~1,400 that hold a name. Measured at
@@ -309,8 +308,11 @@ KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
 # 100k, 20,000 at 1M).
 KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default=None)
 # kb_search's vector side sorts a tenant's chunks exactly up to this many, and beyond while they are a small share
-# of the table (chunks^2 <= table's chunks x a tenth of this); else it walks the HNSW graph.
+# of the table (search.nearest); else it walks the HNSW graph.
 KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
+# Facts and chunks alike: a scope too large to sort walks the table's HNSW graph only while its rows^2 >= the
+# table's rows x this (search.nearest): a walk visits about table / scope rows for each of the scope's it finds.
+SEARCH_GRAPH_MIN_SHARE_ROWS = env.float("SEARCH_GRAPH_MIN_SHARE_ROWS", default=1000)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------
 # Uploads whose text is longer are stored at once (202) and chunked and embedded by the worker; shorter ones are

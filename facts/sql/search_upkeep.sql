@@ -1,5 +1,5 @@
--- How the search tables follow facts_fact. Loaded whole by migration 0021 (and by any later one that changes it):
--- this file is what the database runs. Every trigger is statement-level with transition tables, so a bulk insert
+-- How the search tables follow facts_fact. Loaded whole by migration 0021 and by each later one that changes it
+-- (0022: the signs): this file is what the database runs. Every trigger is statement-level with transition tables, so a bulk insert
 -- (COPY included) costs one statement per table, not one per row.
 --
 --   facts_fact --> facts_factsearchentry (FactSearchEntry: one narrow row per current active or pending fact)
@@ -21,8 +21,10 @@ $$;
 CREATE OR REPLACE FUNCTION facts_search_entry_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO facts_factsearchentry
-        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, vector_model, awaiting_vector, keywords)
+        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, signs, vector_model, awaiting_vector,
+         keywords)
     SELECT f.id, f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.embedding::halfvec,
+        binary_quantize(f.embedding::halfvec)::varbit,
         CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
         f.embedding_pending <> '',
         f.search_vector || array_to_tsvector(ARRAY[facts_search_scope(f.tenant_id, f.user_id)])
@@ -47,8 +49,10 @@ BEGIN
     DELETE FROM facts_factsearchentry e USING new_facts n
     WHERE e.fact_id = n.id AND NOT (n.valid_to IS NULL AND n.status IN ('active', 'pending'));
     INSERT INTO facts_factsearchentry
-        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, vector_model, awaiting_vector, keywords)
+        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, signs, vector_model, awaiting_vector,
+         keywords)
     SELECT f.id, f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.embedding::halfvec,
+        binary_quantize(f.embedding::halfvec)::varbit,
         CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
         f.embedding_pending <> '',
         f.search_vector || array_to_tsvector(ARRAY[facts_search_scope(f.tenant_id, f.user_id)])
@@ -64,6 +68,7 @@ BEGIN
     ON CONFLICT (fact_id) DO UPDATE SET
         tenant_id = EXCLUDED.tenant_id, user_id = EXCLUDED.user_id, agent_id = EXCLUDED.agent_id,
         category = EXCLUDED.category, status = EXCLUDED.status, embedding = EXCLUDED.embedding,
+        signs = EXCLUDED.signs,
         vector_model = EXCLUDED.vector_model, awaiting_vector = EXCLUDED.awaiting_vector, keywords = EXCLUDED.keywords;
     RETURN NULL;
 END $$;
@@ -276,8 +281,10 @@ CREATE TRIGGER facts_search_term_deleted AFTER DELETE ON facts_factsearchentry
 CREATE OR REPLACE FUNCTION facts_search_rebuild() RETURNS void LANGUAGE sql AS $$
     TRUNCATE facts_factsearchentry, facts_factsearchcount, facts_factsearchterm;
     INSERT INTO facts_factsearchentry
-        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, vector_model, awaiting_vector, keywords)
+        (fact_id, tenant_id, user_id, agent_id, category, status, embedding, signs, vector_model, awaiting_vector,
+         keywords)
     SELECT f.id, f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.embedding::halfvec,
+        binary_quantize(f.embedding::halfvec)::varbit,
         CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
         f.embedding_pending <> '',
         f.search_vector || array_to_tsvector(ARRAY[facts_search_scope(f.tenant_id, f.user_id)])

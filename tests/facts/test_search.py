@@ -328,38 +328,63 @@ def vacuum_entries() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_large_users_nearest_entries_come_through_the_hnsw_graph(tenant, settings):
+def test_a_large_users_nearest_entries_come_through_the_hnsw_graph_or_a_shortlist_by_their_signs(tenant, settings):
     vacuum_entries()
     crowd_the_table(tenant)
-    settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = 500  # u1 holds 530 of the table's 3,530 (15%, above the 5% share)
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 500  # u1 holds 530 of the table's 3,530 (15%)
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 50  # 530^2 >= 3,530 x 50: a large enough share for the walk
 
     indexes, rows, pool = nearest_indexes(tenant, "tea")
 
     assert indexes == {"factsearch_embedding_hnsw"}
     assert rows == pool  # the walk went on past the crowd's entries
-    settings.FACTS_SEARCH_GRAPH_MIN_SHARE = 0.5  # the same user as a small share of the table: the exact sort
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 1000  # the same user as a small share of the table: the shortlist
+    indexes, rows, pool = nearest_indexes(tenant, "tea")
+    assert indexes == {"factsearch_tenant_user_status", "facts_factsearchentry_pkey"}, indexes
+    assert rows == pool
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 2000  # a user of 530 facts: the exact sort
     assert nearest_indexes(tenant, "tea")[0] == {"factsearch_tenant_user_status"}
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_search_through_the_graph_finds_what_the_exact_sort_finds(tenant, settings):
+def test_a_shortlist_reads_the_users_signs_from_the_index_alone(tenant, settings):
+    crowd_the_table(tenant)
+    vacuum_entries()  # the pages all visible, as autovacuum keeps them
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 0
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 10**9
+    sql, params = facts_search_statement(
+        tenant=tenant, user_id="u1", query="tea", vector=embed_query("tea", tenant=tenant, user_id="u1")
+    )
+
+    plan = explained(sql, params)
+
+    shortlist = [node for node in plan_nodes(plan) if node.get("Node Type") == "Index Only Scan"]
+    assert [node["Index Name"] for node in shortlist] == ["factsearch_tenant_user_status"]
+    assert shortlist[0]["Actual Rows"] == 530  # every entry of the user's, none of the crowd's
+    assert shortlist[0]["Heap Fetches"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_through_the_graph_or_the_shortlist_finds_what_the_exact_sort_finds(tenant, settings):
     vacuum_entries()
     crowd_the_table(tenant)
     rng = np.random.default_rng(7)
     words = "tea coffee vault deploy lisbon billing review cake river train piano chess".split()
     store(tenant, [" ".join(rng.choice(words, size=4)) + f" note {n}" for n in range(300)])
     queries = ["tea lisbon", "piano chess river", "vault", "cake review", "train to lisbon", "coffee"]
-    settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = 500
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 500
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 0
     assert nearest_indexes(tenant, queries[0])[0] == {"factsearch_embedding_hnsw"}  # what "graph" below walks
 
     found = {}
-    for path, min_entries in (("exact", 10**9), ("graph", 500)):
-        settings.FACTS_SEARCH_GRAPH_MIN_ENTRIES = min_entries
+    for path, max_entries, share_rows in (("exact", 10**9, 0), ("graph", 500, 0), ("shortlist", 500, 10**9)):
+        settings.FACTS_SEARCH_EXACT_MAX_ENTRIES, settings.SEARCH_GRAPH_MIN_SHARE_ROWS = max_entries, share_rows
         found[path] = [[hit.fact.pk for hit in facts_search(tenant=tenant, user_id="u1", query=q)] for q in queries]
 
-    overlap = [len(set(exact) & set(graph)) for exact, graph in zip(found["exact"], found["graph"], strict=True)]
-    assert all(len(hits) == 10 for hits in found["graph"])
-    assert sum(overlap) >= 0.95 * 10 * len(queries), overlap  # approximate nearest, re-scored exactly
+    for path in ("graph", "shortlist"):
+        overlap = [len(set(exact) & set(hits)) for exact, hits in zip(found["exact"], found[path], strict=True)]
+        assert all(len(hits) == 10 for hits in found[path])
+        assert sum(overlap) >= 0.95 * 10 * len(queries), (path, overlap)  # approximate nearest, re-scored exactly
 
 
 def test_a_search_in_the_past_scans_the_users_rows_through_the_tenant_user_btree(tenant):

@@ -335,8 +335,9 @@ def test_the_share_of_the_table_is_read_from_its_statistics(tenant, other_tenant
         index(other_tenant, f"notes/{n}.md", f"# Note {n}\n\nA note about deploys of service {n}.\n")
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE kb_kbchunk")  # the table's 42 chunks, as the planner knows them
-    # Past the limit of 1, only the share decides: 2^2 <= 42 x 0.1 is sorted, 40^2 is walked.
+    # Past the limit of 1, only the share decides: 2^2 < 42 x 10 is sorted, 40^2 is walked.
     settings.KB_SEARCH_EXACT_MAX_CHUNKS = 1
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 10
 
     def sorted_exactly(scope) -> bool:
         with CaptureQueriesContext(connection) as queries:
@@ -369,6 +370,7 @@ def starved_graph(tenant, other_tenant, settings):
     query come first, and the scan stops soon after (hnsw.max_scan_tuples). Its chunks: "zebra canary" in 50 (the
     last, with the fewest other words, nearest the query), "zebra" alone in 60, "canary" alone in 60."""
     settings.KB_SEARCH_EXACT_MAX_CHUNKS = 0
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 0  # walked at any share
     filler = "of the service during the weekly release window with notes"
     sections = [f"## Part {n}\n\nZebra canary {filler} {n}." for n in range(49)]
     sections += [f"## Part {n}\n\nZebra {filler} {n}." for n in range(49, 109)]

@@ -1,0 +1,27 @@
+"""search.nearest: one rule, for facts and the knowledge base, for how a scope's nearest vectors are found."""
+
+import pytest
+
+from search.nearest import NearestPath, nearest_path
+
+
+@pytest.mark.parametrize(
+    ("rows", "table_rows", "has_signs", "path"),
+    [
+        (2_000, 2_000, True, NearestPath.SORT),  # small enough to sort, whatever its share
+        (10_000, 10_100, True, NearestPath.GRAPH),  # nearly the whole table: the walk meets mostly its own rows
+        (10_000, 100_000, True, NearestPath.GRAPH),  # 10%: 10,000^2 >= 100,000 x 1,000
+        (10_000, 1_010_000, True, NearestPath.SHORTLIST),  # 1%: the walk would meet ~100 other rows per own
+        (10_000, 1_010_000, False, NearestPath.SORT),  # a domain without signs sorts instead
+        (100_000, 10_000_000, True, NearestPath.GRAPH),  # 1% of a larger table, but a larger scope
+    ],
+)
+def test_a_scope_is_sorted_walked_or_shortlisted_by_its_size_and_share(rows, table_rows, has_signs, path):
+    assert nearest_path(rows=rows, table_rows=table_rows, sort_max_rows=2_000, has_signs=has_signs) is path
+
+
+def test_the_share_that_walks_the_graph_is_one_setting(settings):
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 10_000
+
+    assert nearest_path(rows=10_000, table_rows=100_000, sort_max_rows=2_000, has_signs=True) is NearestPath.SHORTLIST
+    assert nearest_path(rows=10_000, table_rows=10_000, sort_max_rows=2_000, has_signs=True) is NearestPath.GRAPH
