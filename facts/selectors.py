@@ -18,8 +18,7 @@ from core.replicas import read_alias
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
 from search.filters import filter_parse, filter_q, filter_sql
-from search.nearest import NearestPath, nearest_path, walks_graph_sql
-from search.nearest import nearest_params as search_nearest_params
+from search.nearest import NearestPath, nearest_path, walks_graph_params, walks_graph_sql
 from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
@@ -140,19 +139,40 @@ def facts_nearest(
     narrow entries' half-precision vectors, re-scored exactly with the full ones, in one statement (the ORM's
     compiling cost more than the query). The facts come without their vectors and search columns.
     With an `agent_id`, only that agent's facts and the facts of no agent: another agent's are never a neighbour."""
-    params = {
-        "tenant": tenant.pk,
-        "user_id": user_id,
-        "agent_ids": [agent_id, ""],
-        "statuses": statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
-        "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
-        "vector": vector_literal(vector),
-        "pool": limit + NEAREST_MARGIN,
-        "limit": limit,
-    } | nearest_params(limit + NEAREST_MARGIN)
+    sql, params = facts_nearest_statement(
+        tenant=tenant, user_id=user_id, vector=vector, limit=limit, statuses=statuses, agent_id=agent_id
+    )
     with connection.cursor() as cursor:
-        rows = _fetch_search_rows(cursor, _AGENT_NEIGHBOURS_SQL if agent_id else _NEIGHBOURS_SQL, params)
+        rows = _fetch_search_rows(cursor, sql, params)
     return [Neighbour(fact=_hit_fact(values), similarity=1.0 - distance) for *values, distance in rows]
+
+
+def facts_nearest_statement(
+    *,
+    tenant: Tenant,
+    user_id: str,
+    vector: np.ndarray,
+    limit: int,
+    statuses: list[str] | None = None,
+    agent_id: str = "",
+) -> tuple[str, dict]:
+    """The statement facts_nearest runs, and its parameters (also for EXPLAIN ANALYZE in tests). It counts the
+    user's entries itself and chooses its path from them (search.nearest's rule in SQL): no statement before it."""
+    params = (
+        {
+            "tenant": tenant.pk,
+            "user_id": user_id,
+            "agent_ids": [agent_id, ""],
+            "statuses": statuses or [Fact.Status.ACTIVE, Fact.Status.PENDING],
+            "model": active_embedding_model(),  # a fact awaiting its vector is judged when it arrives
+            "vector": vector_literal(vector),
+            "limit": limit,
+            "sort_max_entries": settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
+        }
+        | nearest_params(limit + NEAREST_MARGIN)
+        | walks_graph_params()
+    )
+    return (_AGENT_NEIGHBOURS_SQL if agent_id else _NEIGHBOURS_SQL), params
 
 
 # Entries picked by half precision beyond the `limit` asked for, so that exact re-scoring decides the boundary.
@@ -572,12 +592,8 @@ def graph_settings(params: dict) -> tuple[str, dict]:
 
 
 def nearest_params(nearest: int) -> dict:
-    """What a statement built on _NEAREST_SQL needs to choose its path and to read `nearest` entries."""
-    return {
-        "nearest": nearest,
-        "shortlist": max(nearest * SHORTLIST_PER_NEAREST, SHORTLIST_FLOOR),
-        "sort_max_entries": settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
-    } | search_nearest_params()
+    """How many entries a statement built on _NEAREST_SQL reads: `nearest`, from a shortlist of `shortlist`."""
+    return {"nearest": nearest, "shortlist": max(nearest * SHORTLIST_PER_NEAREST, SHORTLIST_FLOOR)}
 
 
 def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:

@@ -41,9 +41,9 @@ def walks_graph(*, rows: float, table_rows: float) -> bool:
 
 def walks_graph_sql(rows: str, table_rows: str) -> str:
     """walks_graph as an SQL condition over two expressions, with the setting as %(graph_min_share_rows)s
-    (nearest_params)."""
+    (walks_graph_params)."""
     return f"({rows})::float8 * ({rows}) >= ({table_rows}) * %(graph_min_share_rows)s"
 
 
-def nearest_params() -> dict:
+def walks_graph_params() -> dict:
     return {"graph_min_share_rows": settings.SEARCH_GRAPH_MIN_SHARE_ROWS}

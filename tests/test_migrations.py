@@ -91,6 +91,41 @@ def test_the_search_terms_start_from_the_entries_there_are():
     assert not FactSearchTerm.objects.filter(lexeme__startswith="zs").exists()
 
 
+def entries_of(tenant) -> tuple[int, int]:
+    """The tenant's search entries, and how many of them hold their vector's signs (read without the model, whose
+    columns a schema of the past may lack)."""
+    signs = "count(signs)" if signs_column_exists() else "0"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), {signs} FROM facts_factsearchentry WHERE tenant_id = %s", [tenant.pk])
+        return cursor.fetchone()
+
+
+def signs_column_exists() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM information_schema.columns"
+            " WHERE table_name = 'facts_factsearchentry' AND column_name = 'signs')"
+        )
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_way_back_before_the_signs_keeps_the_entries_written_and_the_way_forward_signs_them():
+    # Given a database taken back to before the signs, where facts still arrive
+    call_command("migrate", "facts", "0021", verbosity=0)
+    assert not signs_column_exists()
+    tenant, _ = make_tenant()
+    facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": f"Drinks tea at {n}"} for n in range(3)], actor="t")
+    assert entries_of(tenant) == (3, 0)  # the triggers write the entries without the signs
+
+    # When it is migrated again
+    call_command("migrate", verbosity=0)
+
+    # Then every entry holds its signs, and a new fact's entry too
+    facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": "Drinks coffee"}], actor="t")
+    assert entries_of(tenant) == (4, 4)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_keys_issued_before_scopes_keep_every_scope():
     # Given a key from before scopes existed

@@ -19,9 +19,8 @@ def triggers_load(apps, schema_editor) -> None:
     """The file's definitions, as the file stands now: their bodies are checked when they run, since they may name
     columns a later migration adds (0022 adds the signs, loads the file again and makes the search tables afresh)."""
     with schema_editor.connection.cursor() as cursor:
-        cursor.execute("SET LOCAL check_function_bodies = off")
+        cursor.execute("SET LOCAL check_function_bodies = off")  # until this migration's transaction ends
         cursor.execute(sql_file("core/sql/locks.sql") + sql_file("facts/sql/search_upkeep.sql"))
-        cursor.execute("SET LOCAL check_function_bodies = on")
 
 
 def triggers_drop(apps, schema_editor) -> None:

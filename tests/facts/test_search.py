@@ -14,6 +14,7 @@ from facts.selectors import (
     NEAREST_MARGIN,
     NEAREST_REACH,
     facts_nearest,
+    facts_nearest_statement,
     facts_search,
     facts_search_statement,
     graph_settings,
@@ -362,6 +363,36 @@ def test_a_shortlist_reads_the_users_signs_from_the_index_alone(tenant, settings
     assert [node["Index Name"] for node in shortlist] == ["factsearch_tenant_user_status"]
     assert shortlist[0]["Actual Rows"] == 530  # every entry of the user's, none of the crowd's
     assert shortlist[0]["Heap Fetches"] == 0
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("max_entries", "share_rows", "indexes"),
+    [
+        (2000, 1000, {"factsearch_tenant_user_status"}),  # 530 facts: sorted
+        (500, 1000, {"factsearch_tenant_user_status", "facts_factsearchentry_pkey"}),  # 15% < 1000 / 530: shortlist
+        (500, 50, {"factsearch_embedding_hnsw"}),  # 530^2 >= 3,530 x 50: walked
+    ],
+)
+def test_the_neighbours_of_a_new_fact_take_the_rules_path_decided_in_their_statement(
+    tenant, settings, max_entries, share_rows, indexes
+):
+    vacuum_entries()
+    crowd_the_table(tenant)
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE facts_factsearchentry")  # the table's rows, as the statement reads them
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES, settings.SEARCH_GRAPH_MIN_SHARE_ROWS = max_entries, share_rows
+    vector = embed_query("tea", tenant=tenant, user_id="u1")
+    sql, params = facts_nearest_statement(tenant=tenant, user_id="u1", vector=vector, limit=5)
+
+    plan = explained(sql, params)
+    neighbours = facts_nearest(tenant=tenant, user_id="u1", vector=vector, limit=5)
+
+    nearest = next(node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE nearest")
+    assert indexes_used(nearest) - {"pg_class_oid_index"} == indexes
+    assert nearest["Actual Rows"] == params["nearest"]
+    assert len(neighbours) == 5
+    assert all("tea" in neighbour.fact.content for neighbour in neighbours)
 
 
 @pytest.mark.django_db(transaction=True)
