@@ -1,8 +1,11 @@
 """facts_search latency for one user with 1k, 10k and 100k facts (query embedding excluded), and context_build
 end to end with the local embedder. Prints figures; asserts nothing.
 
-    .venv/bin/python bench/search_latency.py [--sizes 1000,10000,100000] [--queries 200] [--explain]
+    .venv/bin/python bench/search_latency.py [--sizes 1000,10000,100000] [--queries 200] [--explain] \
+        [--paths rule,sort,shortlist,graph] [--rounds 1]
 
+--paths times each of search.nearest's ways to the nearest facts at every size, alternating for --rounds: `rule`,
+as configured; `sort`, `shortlist` and `graph`, that path for any user too large to sort (2,000 facts by default).
 Works in a throwaway tenant of the current database and deletes it afterwards.
 """
 
@@ -41,9 +44,26 @@ def grow(tenant, user_id: str, count: int, rng: random.Random) -> None:
         cursor.execute("VACUUM ANALYZE facts_fact")  # the steady state autovacuum keeps: hint bits, visibility map
 
 
+PATHS = {  # the settings of each way to the nearest facts (search.nearest)
+    "rule": {},
+    "sort": {"FACTS_SEARCH_EXACT_MAX_ENTRIES": 10**12},
+    "shortlist": {"SEARCH_GRAPH_MIN_SHARE_ROWS": 1e18},
+    "graph": {"SEARCH_GRAPH_MIN_SHARE_ROWS": 0},
+}
+
+
 def percentiles(timings: list[float]) -> str:
     timings = sorted(timings)
     return f"p50 {statistics.median(timings):6.2f} ms   p95 {timings[int(len(timings) * 0.95)]:6.2f} ms"
+
+
+def search_timings(tenant, queries: list[str], vectors: list) -> list[float]:
+    timings = []
+    for query, vector in zip(queries, vectors, strict=True):
+        started = time.perf_counter()
+        facts_search(tenant=tenant, user_id="bench-user", query=query, limit=10, vector=vector)
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings
 
 
 def explain(tenant, query: str, vector) -> None:
@@ -60,6 +80,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--explain", action="store_true", help="print EXPLAIN ANALYZE of one search at each size")
+    parser.add_argument("--paths", default="rule", help=f"comma-separated, of {', '.join(PATHS)}")
+    parser.add_argument("--rounds", type=int, default=1)
     args = parser.parse_args()
     rng = random.Random(7)
     tenant, _ = tenant_create(name=f"latency-{uuid.uuid4().hex[:6]}")
@@ -74,12 +96,13 @@ def main() -> None:
                 vectors = [embed_query(query, tenant=tenant, user_id="bench-user") for query in queries]
                 for query, vector in zip(queries[:5], vectors[:5], strict=True):  # warm up the connection and caches
                     facts_search(tenant=tenant, user_id="bench-user", query=query, limit=10, vector=vector)
-                timings = []
-                for query, vector in zip(queries, vectors, strict=True):
-                    started = time.perf_counter()
-                    facts_search(tenant=tenant, user_id="bench-user", query=query, limit=10, vector=vector)
-                    timings.append((time.perf_counter() - started) * 1000)
-                print(f"facts_search, {size:>7,} facts for the user:  {percentiles(timings)}")
+                timings = {path: [] for path in args.paths.split(",")}
+                for _ in range(args.rounds):
+                    for path, path_timings in timings.items():
+                        with override_settings(**PATHS[path]):
+                            path_timings += search_timings(tenant, queries, vectors)
+                for path, path_timings in timings.items():
+                    print(f"facts_search, {size:>7,} facts for the user, {path:>9}:  {percentiles(path_timings)}")
                 if args.explain:
                     explain(tenant, queries[0], vectors[0])
         with override_settings(EMBEDDING_PROVIDER="local", EMBEDDING_CACHE=False):
