@@ -526,31 +526,33 @@ _COUNTED_SQL = """counted AS MATERIALIZED (
 # the path search.nearest chooses: an exact sort of the user's rows (btree); a shortlist of the rows nearest by
 # their vectors' signs (Hamming distance, read from the btree alone), re-scored by half precision; or the HNSW graph
 # (iterative scan: walked until that many of the user's entries are found). The shortlist and the walk find a
-# measured 0.99 and more of the exact nearest; every path's entries are re-scored exactly afterwards. Only one
-# branch runs: each is gated by a constant the planner prunes by, or by a one-time filter on `counted`.
-_NEAREST_SQL = """nearest AS MATERIALIZED (
-    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
+# measured 0.99 and more of the exact nearest; every path's entries are re-scored exactly afterwards. A statement
+# whose path is decided before holds that branch alone; facts_nearest's holds the three, each gated by a one-time
+# filter on `counted`, so that only one runs.
+_NEAREST_BRANCHES = {
+    NearestPath.SORT: """(SELECT fact_id AS id,
+        1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
     FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND {sorted}
+    WHERE {where} AND vector_model = %(model)s AND {gate}
     ORDER BY vector_score DESC, fact_id DESC
-    LIMIT %(nearest)s)
-    UNION ALL
-    (SELECT e.fact_id AS id, 1 - (e.embedding <=> %(vector)s::halfvec) AS vector_score{shortlist_keywords_column}
+    LIMIT %(nearest)s)""",
+    NearestPath.SHORTLIST: """(SELECT e.fact_id AS id,
+        1 - (e.embedding <=> %(vector)s::halfvec) AS vector_score{shortlist_keywords_column}
     FROM (
         SELECT fact_id FROM facts_factsearchentry
-        WHERE {where} AND vector_model = %(model)s AND {shortlisted}
+        WHERE {where} AND vector_model = %(model)s AND {gate}
         ORDER BY signs <~> binary_quantize(%(vector)s::halfvec), fact_id DESC
         LIMIT %(shortlist)s
     ) shortlist JOIN facts_factsearchentry e ON e.fact_id = shortlist.fact_id
     ORDER BY vector_score DESC, id DESC
-    LIMIT %(nearest)s)
-    UNION ALL
-    (SELECT fact_id AS id, 1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
+    LIMIT %(nearest)s)""",
+    NearestPath.GRAPH: """(SELECT fact_id AS id,
+        1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
     FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND {through_graph}
+    WHERE {where} AND vector_model = %(model)s AND {gate}
     ORDER BY embedding <=> %(vector)s::halfvec
-    LIMIT %(nearest)s)
-)"""
+    LIMIT %(nearest)s)""",
+}
 _TABLE_ENTRIES = "(SELECT reltuples FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass)"
 _WALKS_GRAPH = walks_graph_sql("rows", _TABLE_ENTRIES)
 # The paths as facts_nearest decides them, from `counted` (search.nearest's rule in SQL).
@@ -566,21 +568,19 @@ SHORTLIST_FLOOR = 400
 
 
 def _nearest_sql(where: str, path: NearestPath | None = None, keywords_column: bool = False) -> str:
-    """The nearest CTE over entries selected by `where`; path None: decided in the statement, from `counted`."""
-    gates = {
-        gate: (_COUNTED_PATHS[branch] if path is None else ("true" if path is branch else "false"))
-        for gate, branch in (
-            ("sorted", NearestPath.SORT),
-            ("shortlisted", NearestPath.SHORTLIST),
-            ("through_graph", NearestPath.GRAPH),
+    """The nearest CTE over entries selected by `where`: the branch of `path`, or, path None, every branch, each
+    gated by a one-time filter on `counted` that decides it in the statement."""
+    paths = list(NearestPath) if path is None else [path]
+    branches = "\n    UNION ALL\n    ".join(
+        _NEAREST_BRANCHES[branch].format(
+            where=where,
+            gate="true" if path is not None else _COUNTED_PATHS[branch],
+            keywords_column=", keywords" if keywords_column else "",
+            shortlist_keywords_column=", e.keywords" if keywords_column else "",
         )
-    }
-    return _NEAREST_SQL.format(
-        where=where,
-        keywords_column=", keywords" if keywords_column else "",
-        shortlist_keywords_column=", e.keywords" if keywords_column else "",
-        **gates,
+        for branch in paths
     )
+    return f"nearest AS MATERIALIZED (\n    {branches}\n)"
 
 
 def graph_settings(params: dict) -> tuple[str, dict]:
