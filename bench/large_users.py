@@ -152,13 +152,12 @@ def _setup(args) -> None:
 
 def _grow(args) -> None:
     import numpy as np
-    from django.db import connection, transaction
+    from _facts import copy_facts, imported_fact
+    from django.db import connection
     from django.utils import timezone
 
     from ai.services import active_embedding_model, embed_texts
-    from core.db import copy_insert
     from facts.models import Fact
-    from facts.services.bulk import IMPORT_FIELDS
 
     tenant = _tenant()
     target = args.others * args.per_other
@@ -186,24 +185,19 @@ def _grow(args) -> None:
         picked = rng.integers(0, len(pool), len(numbers))
         moved = vectors[picked] + rng.normal(0, NOISE_PER_DIMENSION, (len(numbers), vectors.shape[1]))
         moved /= np.linalg.norm(moved, axis=1, keepdims=True)
-        batch = []
-        for n, index, vector in zip(numbers, picked, moved.astype(np.float32), strict=True):
-            fact = Fact(
-                tenant=tenant,
-                user_id=f"other-{n % args.others}",
-                content=f"{pool[index]} (#{n})",
-                embedding=vector,
-                embedding_model=model,
-                status=Fact.Status.ACTIVE,
-                source=Fact.Source.IMPORT,
-                valid_from=now,
-                created_at=now,
-                updated_at=now,
-            )
-            fact.refresh_search_text()
-            batch.append(fact)
-        with transaction.atomic():
-            copy_insert(Fact, batch, IMPORT_FIELDS)
+        copy_facts(
+            [
+                imported_fact(
+                    tenant=tenant,
+                    user_id=f"other-{n % args.others}",
+                    content=f"{pool[index]} (#{n})",
+                    vector=vector,
+                    model=model,
+                    now=now,
+                )
+                for n, index, vector in zip(numbers, picked, moved.astype(np.float32), strict=True)
+            ]
+        )
         done = numbers.stop
         print(f"  {done:,} facts, {time.perf_counter() - started:.0f} s", file=sys.stderr, flush=True)
     started = time.perf_counter()

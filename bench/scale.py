@@ -19,16 +19,14 @@ import uuid
 
 import _django  # noqa: F401
 import numpy as np
+from _facts import copy_facts, imported_fact
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
 from ai.services import active_embedding_model, embed_query
-from core.db import copy_insert
-from facts.models import Fact
 from facts.selectors import facts_search
 from facts.services import facts_import
-from facts.services.bulk import IMPORT_FIELDS
 from tenancy.models import Tenant
 from tenancy.services import tenant_create
 
@@ -85,24 +83,19 @@ def _grow(tenant, rows: int, target: int, users: int, rng: random.Random) -> int
         count = min(BATCH, target - rows)
         vectors = numpy_rng.standard_normal((count, dimensions), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        batch = []
-        for index in range(count):
-            fact = Fact(
-                tenant=tenant,
-                user_id=f"user-{(rows + index) % (users - 1)}",
-                content=_sentence(rng),
-                embedding=vectors[index],
-                embedding_model=model,
-                status=Fact.Status.ACTIVE,
-                source=Fact.Source.IMPORT,
-                valid_from=now,
-                created_at=now,
-                updated_at=now,
-            )
-            fact.refresh_search_text()
-            batch.append(fact)
-        with transaction.atomic():
-            copy_insert(Fact, batch, IMPORT_FIELDS)
+        copy_facts(
+            [
+                imported_fact(
+                    tenant=tenant,
+                    user_id=f"user-{(rows + index) % (users - 1)}",
+                    content=_sentence(rng),
+                    vector=vectors[index],
+                    model=model,
+                    now=now,
+                )
+                for index in range(count)
+            ]
+        )
         rows += count
     return rows
 

@@ -1,6 +1,6 @@
 -- How the search tables follow facts_fact. Loaded whole by migration 0021 and by each later one that changes it
--- (0022: the signs): this file is what the database runs. Every trigger is statement-level with transition tables, so a bulk insert
--- (COPY included) costs one statement per table, not one per row.
+-- (0022: the signs): this file is what the database runs. Every trigger is statement-level with transition tables,
+-- so a bulk insert (COPY included) costs one statement per table, not one per row.
 --
 --   facts_fact --> facts_factsearchentry (FactSearchEntry: one narrow row per current active or pending fact)
 --                    |--> facts_factsearchcount (FactSearchCount: the user's entries per value of what a search
