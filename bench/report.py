@@ -552,10 +552,10 @@ def disk_kb_per_1000(name: str, url: str | None) -> float:
 
     if name == "product":
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT sum(pg_total_relation_size(t::regclass)), (SELECT count(*) FROM facts_fact) "
+            cursor.execute(  # a partitioned table's size is its partitions' (pg_partition_tree: itself else)
+                "SELECT sum(pg_total_relation_size(p.relid)), (SELECT count(*) FROM facts_fact) "
                 "FROM unnest(ARRAY['facts_fact', 'facts_factsearchentry', 'facts_factsearchcount',"
-                " 'facts_factsearchterm', 'facts_factevent']) t"
+                " 'facts_factsearchterm', 'facts_factevent']) t CROSS JOIN pg_partition_tree(t::regclass) p"
             )
             size, rows = cursor.fetchone()
     else:

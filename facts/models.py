@@ -147,7 +147,12 @@ class FactSearchEntry(models.Model):
 
     keywords is the fact's search_vector plus one scope lexeme, 'zs' + md5('<tenant id>:<user id>')
     (search_scope_lexeme): a query ANDs it with its terms, so the GIN index yields the rows of that user only
-    (btree_gin, which would index the user beside the words, is not in every PostgreSQL)."""
+    (btree_gin, which would index the user beside the words, is not in every PostgreSQL).
+
+    The table is hash-partitioned by (tenant_id, user_id) (migration 0023; Django sees the parent), each partition
+    with its own indexes below: a user's statements read one partition, and a large user's walk of the HNSW graph
+    meets its own entries and a 64th of the others'. The primary key in the database is (fact_id, tenant_id,
+    user_id), as a partitioned table's must hold the partition key."""
 
     fact = models.OneToOneField(
         Fact, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"

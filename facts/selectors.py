@@ -489,20 +489,26 @@ bound AS MATERIALIZED (
         FROM pool
     ) pool
 )"""
+# The entries' table as last estimated by ANALYZE, which counts each partition (the parent holds no rows): its rows,
+# and how many partitions by user they are spread over (facts migration 0023).
+_ENTRIES_TABLE_SQL = """SELECT sum(greatest(c.reltuples, 0)) AS entries, count(*) AS partitions
+    FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+    WHERE i.inhparent = 'facts_factsearchentry'::regclass"""
 # What the search statement is built with, read in one statement before it: the user's entries (N for BM25, and
 # whether the nearest come through the graph), as FactSearchCount keeps them (its columns are the entries' a
-# search filters by, so the same conditions select the counts to add up); the table's entries as last estimated;
-# and each term's entries among the user's (FactSearchTerm; NULL for a phrase or a stop word, whose entries are
-# always read and counted there).
-_STATISTICS_SQL = """SELECT (SELECT coalesce(sum(entries), 0) FROM facts_factsearchcount WHERE {where}),
-    (SELECT greatest(reltuples, 0) FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass),
+# search filters by, so the same conditions select the counts to add up); the table's entries as last estimated
+# and its partitions (_ENTRIES_TABLE_SQL); and each term's entries among the user's (FactSearchTerm; NULL for a
+# phrase or a stop word, whose entries are always read and counted there).
+_STATISTICS_SQL = f"""SELECT (SELECT coalesce(sum(entries), 0) FROM facts_factsearchcount WHERE {{where}}),
+    entries_table.entries, entries_table.partitions,
     ARRAY(
         SELECT CASE WHEN cardinality(a) = 1 THEN
-            (SELECT coalesce(sum(entries), 0) FROM facts_factsearchterm WHERE {where} AND lexeme = a[1]) END
+            (SELECT coalesce(sum(entries), 0) FROM facts_factsearchterm WHERE {{where}} AND lexeme = a[1]) END
         FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, n)
         CROSS JOIN tsvector_to_array(to_tsvector('english', term)) a
         ORDER BY n
-    )"""
+    )
+FROM ({_ENTRIES_TABLE_SQL}) entries_table"""
 
 
 # With common terms, the nearest entries read are this many pools: the unread entries' cosine bound is then lower,
@@ -514,13 +520,17 @@ NEAREST_REACH = 3
 class SearchStatistics:
     entries: int  # the user's, as the search filters them
     table_entries: float  # every user's, as last estimated by ANALYZE
+    partitions: int  # of the entries' table, by user
     term_entries: list[int | None]  # per query term (None: a phrase or a stop word)
 
 
-# facts_nearest's count of the user's entries (what decides how the nearest are found), as FactSearchCount keeps
-# them: its columns are the entries' a search filters by, so the same conditions select the counts to add up.
-_COUNTED_SQL = """counted AS MATERIALIZED (
-    SELECT coalesce(sum(entries), 0) AS rows FROM facts_factsearchcount WHERE {where}
+# facts_nearest's count of the user's entries (what decides how the nearest are found, with the table's rows and
+# partitions), as FactSearchCount keeps them: its columns are the entries' a search filters by, so the same
+# conditions select the counts to add up.
+_COUNTED_SQL = f"""counted AS MATERIALIZED (
+    SELECT (SELECT coalesce(sum(entries), 0) FROM facts_factsearchcount WHERE {{where}}) AS rows,
+        entries_table.entries AS table_rows, entries_table.partitions
+    FROM ({_ENTRIES_TABLE_SQL}) entries_table
 )"""
 # The user's `nearest` entries nearest to the query by half precision (the search's and facts_nearest's), found by
 # the path search.nearest chooses: an exact sort of the user's rows (btree); a shortlist of the rows nearest by
@@ -543,7 +553,8 @@ _NEAREST_BRANCHES = {
         WHERE {where} AND vector_model = %(model)s AND {gate}
         ORDER BY signs <~> binary_quantize(%(vector)s::halfvec), fact_id DESC
         LIMIT %(shortlist)s
-    ) shortlist JOIN facts_factsearchentry e ON e.fact_id = shortlist.fact_id
+    ) shortlist JOIN facts_factsearchentry e
+        ON e.fact_id = shortlist.fact_id AND e.tenant_id = %(tenant)s AND e.user_id = %(user_id)s AND {gate}
     ORDER BY vector_score DESC, id DESC
     LIMIT %(nearest)s)""",
     NearestPath.GRAPH: """(SELECT fact_id AS id,
@@ -553,8 +564,7 @@ _NEAREST_BRANCHES = {
     ORDER BY embedding <=> %(vector)s::halfvec
     LIMIT %(nearest)s)""",
 }
-_TABLE_ENTRIES = "(SELECT reltuples FROM pg_class WHERE oid = 'facts_factsearchentry'::regclass)"
-_WALKS_GRAPH = walks_graph_sql("rows", _TABLE_ENTRIES)
+_WALKS_GRAPH = walks_graph_sql("rows", "table_rows", "partitions")
 # The paths as facts_nearest decides them, from `counted` (search.nearest's rule in SQL).
 _COUNTED_PATHS = {
     NearestPath.SORT: "(SELECT rows <= %(sort_max_entries)s FROM counted)",
@@ -670,6 +680,7 @@ def _entries_statement(
     path = nearest_path(
         rows=statistics.entries,
         table_rows=statistics.table_entries,
+        partitions=statistics.partitions,
         sort_max_rows=settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
         has_signs=True,
     )

@@ -310,8 +310,9 @@ KB_SEARCH_KEYWORD_CHUNKS_READ = env.int("KB_SEARCH_KEYWORD_CHUNKS_READ", default
 # kb_search's vector side sorts a tenant's chunks exactly up to this many, and beyond while they are a small share
 # of the table (search.nearest); else it walks the HNSW graph.
 KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_000)
-# Facts and chunks alike: a scope too large to sort walks the table's HNSW graph only while its rows^2 >= the
-# table's rows x this (search.nearest): a walk visits about table / scope rows for each of the scope's it finds.
+# Facts and chunks alike: a scope too large to sort walks the HNSW graph only while its rows^2 >= the rows the walk
+# meets x this (search.nearest: the table's, or for facts their user's partition's): a walk visits about met / scope
+# rows for each of the scope's it finds.
 SEARCH_GRAPH_MIN_SHARE_ROWS = env.float("SEARCH_GRAPH_MIN_SHARE_ROWS", default=1000)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------

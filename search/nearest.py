@@ -3,15 +3,17 @@ shares: one rule for facts and the knowledge base, in Python and, for a statemen
 SQL.
 
 - A small scope is sorted exactly: reading each of its rows once is cheap.
-- A large scope that is a large share of the table walks the table's HNSW graph: a walk visits about table / scope
-  rows for each of the scope's it finds, so it costs little when the scope is most of what it meets.
-- A large scope that is a small share of the table would make the walk visit mostly other scopes' rows, so it is
-  read without the graph: a domain that keeps its vectors' signs (facts: FactSearchEntry.signs, in the index the
-  scope is read by) takes a shortlist by their Hamming distance and re-scores it with the vectors; the others sort
-  their rows exactly.
+- A large scope that is a large share of the rows its walk meets walks the HNSW graph: a walk visits about met /
+  scope rows for each of the scope's it finds, so it costs little when the scope is most of what it meets.
+- A large scope that is a small share of them would make the walk visit mostly other scopes' rows, so it is read
+  without the graph: a domain that keeps its vectors' signs (facts: FactSearchEntry.signs, in the index the scope is
+  read by) takes a shortlist by their Hamming distance and re-scores it with the vectors; the others sort their rows
+  exactly.
 
-The graph is walked while rows^2 >= table rows x SEARCH_GRAPH_MIN_SHARE_ROWS: a scope of 10,000 rows in a table of
-at most 100,000, one of 100,000 in a table of at most 10,000,000. docs/benchmarks.md has the measurements."""
+The rows a walk meets are its partition's: the table's, or, in a table hash-partitioned by scope (facts, by user),
+the scope's own and an even share of the others' (the partitions' graphs are separate). The graph is walked while
+rows^2 >= met rows x SEARCH_GRAPH_MIN_SHARE_ROWS: a scope of 10,000 rows among at most 100,000, one of 100,000 among
+at most 10,000,000. docs/benchmarks.md has the measurements."""
 
 from enum import Enum
 
@@ -24,25 +26,30 @@ class NearestPath(Enum):
     GRAPH = "graph"  # the table's HNSW graph, walked until it found enough of the scope's rows
 
 
-def nearest_path(*, rows: float, table_rows: float, sort_max_rows: int, has_signs: bool) -> NearestPath:
-    """The path for a scope of `rows` in a table of `table_rows` (as last estimated); sort_max_rows: the domain's
-    largest scope to sort exactly; has_signs: whether the domain keeps its vectors' signs."""
+def nearest_path(
+    *, rows: float, table_rows: float, sort_max_rows: int, has_signs: bool, partitions: int = 1
+) -> NearestPath:
+    """The path for a scope of `rows` in a table of `table_rows` (as last estimated) hash-partitioned by scope into
+    `partitions`; sort_max_rows: the domain's largest scope to sort exactly; has_signs: whether the domain keeps its
+    vectors' signs."""
     if rows <= sort_max_rows:
         return NearestPath.SORT
-    if walks_graph(rows=rows, table_rows=table_rows):
+    if walks_graph(rows=rows, table_rows=table_rows, partitions=partitions):
         return NearestPath.GRAPH
     return NearestPath.SHORTLIST if has_signs else NearestPath.SORT
 
 
-def walks_graph(*, rows: float, table_rows: float) -> bool:
-    """Whether a scope too large to sort is a large enough share of the table for the graph's walk."""
-    return rows * rows >= table_rows * settings.SEARCH_GRAPH_MIN_SHARE_ROWS
+def walks_graph(*, rows: float, table_rows: float, partitions: int = 1) -> bool:
+    """Whether a scope too large to sort is a large enough share of the rows its walk meets for the graph's."""
+    met = rows + max(table_rows - rows, 0) / partitions
+    return rows * rows >= met * settings.SEARCH_GRAPH_MIN_SHARE_ROWS
 
 
-def walks_graph_sql(rows: str, table_rows: str) -> str:
-    """walks_graph as an SQL condition over two expressions, with the setting as %(graph_min_share_rows)s
+def walks_graph_sql(rows: str, table_rows: str, partitions: str = "1") -> str:
+    """walks_graph as an SQL condition over three expressions, with the setting as %(graph_min_share_rows)s
     (walks_graph_params)."""
-    return f"({rows})::float8 * ({rows}) >= ({table_rows}) * %(graph_min_share_rows)s"
+    met = f"({rows})::float8 + greatest(({table_rows}) - ({rows}), 0) / ({partitions})"
+    return f"({rows})::float8 * ({rows}) >= ({met}) * %(graph_min_share_rows)s"
 
 
 def walks_graph_params() -> dict:

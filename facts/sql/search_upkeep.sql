@@ -1,6 +1,7 @@
 -- How the search tables follow facts_fact. Loaded whole by migration 0021 and by each later one that changes it
--- (0022: the signs): this file is what the database runs. Every trigger is statement-level with transition tables,
--- so a bulk insert (COPY included) costs one statement per table, not one per row.
+-- (0022: the signs; 0023: the entries partitioned by user): this file is what the database runs. Every trigger is
+-- statement-level with transition tables, so a bulk insert (COPY included) costs one statement per table, not one
+-- per row.
 --
 --   facts_fact --> facts_factsearchentry (FactSearchEntry: one narrow row per current active or pending fact)
 --                    |--> facts_factsearchcount (FactSearchCount: the user's entries per value of what a search
@@ -16,8 +17,9 @@ LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
 $$;
 
 
--- Entries: inserted with their facts; on an update, rewritten when a copied column changed, dropped when the fact
--- stopped being current and active or pending; deleted with their facts.
+-- Entries: inserted with their facts; on an update, written afresh when a copied column changed (dropped when the
+-- fact stopped being current and active or pending); deleted with their facts. The table is partitioned by
+-- (tenant_id, user_id), so each statement names an entry by the fact and its user: one partition is read.
 CREATE OR REPLACE FUNCTION facts_search_entry_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     INSERT INTO facts_factsearchentry
@@ -46,8 +48,14 @@ BEGIN
     ) THEN
         RETURN NULL;
     END IF;
-    DELETE FROM facts_factsearchentry e USING new_facts n
-    WHERE e.fact_id = n.id AND NOT (n.valid_to IS NULL AND n.status IN ('active', 'pending'));
+    -- A changed fact's entry is written afresh: deleted by its whole key (the partition's and the fact's), and
+    -- inserted again while the fact is current and active or pending, in its user's partition should that change.
+    DELETE FROM facts_factsearchentry e USING old_facts o JOIN new_facts n ON n.id = o.id
+    WHERE e.fact_id = o.id AND e.tenant_id = o.tenant_id AND e.user_id = o.user_id
+        AND (o.tenant_id, o.user_id, o.agent_id, o.category, o.status, o.valid_to, o.embedding, o.embedding_model,
+             o.embedding_pending, o.search_vector)
+            IS DISTINCT FROM (n.tenant_id, n.user_id, n.agent_id, n.category, n.status, n.valid_to, n.embedding,
+             n.embedding_model, n.embedding_pending, n.search_vector);
     INSERT INTO facts_factsearchentry
         (fact_id, tenant_id, user_id, agent_id, category, status, embedding, signs, vector_model, awaiting_vector,
          keywords)
@@ -64,18 +72,14 @@ BEGIN
                  o.embedding_model, o.embedding_pending, o.search_vector)
                 IS DISTINCT FROM (f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.valid_to, f.embedding,
                  f.embedding_model, f.embedding_pending, f.search_vector)
-        )
-    ON CONFLICT (fact_id) DO UPDATE SET
-        tenant_id = EXCLUDED.tenant_id, user_id = EXCLUDED.user_id, agent_id = EXCLUDED.agent_id,
-        category = EXCLUDED.category, status = EXCLUDED.status, embedding = EXCLUDED.embedding,
-        signs = EXCLUDED.signs,
-        vector_model = EXCLUDED.vector_model, awaiting_vector = EXCLUDED.awaiting_vector, keywords = EXCLUDED.keywords;
+        );
     RETURN NULL;
 END $$;
 
 CREATE OR REPLACE FUNCTION facts_search_entry_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    DELETE FROM facts_factsearchentry WHERE fact_id IN (SELECT id FROM deleted_facts);
+    DELETE FROM facts_factsearchentry e USING deleted_facts d
+    WHERE e.fact_id = d.id AND e.tenant_id = d.tenant_id AND e.user_id = d.user_id;
     RETURN NULL;
 END $$;
 
@@ -91,6 +95,21 @@ CREATE TRIGGER facts_search_entry_deleted AFTER DELETE ON facts_fact
     REFERENCING OLD TABLE AS deleted_facts FOR EACH STATEMENT EXECUTE FUNCTION facts_search_entry_deleted();
 
 
+-- Entries are never updated (a changed fact's entry is deleted and inserted again, above), so the counts and the
+-- terms below follow inserts and deletes alone; an UPDATE would leave them behind, and is refused.
+CREATE OR REPLACE FUNCTION facts_search_entry_update_refused() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'facts_factsearchentry follows facts_fact through its triggers: update the fact instead';
+END $$;
+
+DROP TRIGGER IF EXISTS facts_search_count_updated ON facts_factsearchentry;
+DROP TRIGGER IF EXISTS facts_search_term_updated ON facts_factsearchentry;
+DROP FUNCTION IF EXISTS facts_search_count_updated(), facts_search_term_updated();
+DROP TRIGGER IF EXISTS facts_search_entry_update_refused ON facts_factsearchentry;
+CREATE TRIGGER facts_search_entry_update_refused BEFORE UPDATE ON facts_factsearchentry
+    FOR EACH STATEMENT EXECUTE FUNCTION facts_search_entry_update_refused();
+
+
 -- Counts: each statement's net change per key, upserted in key order (concurrent writers lock rows alike); a row
 -- that reaches 0 is dropped.
 CREATE OR REPLACE FUNCTION facts_search_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -103,32 +122,6 @@ BEGIN
     ORDER BY tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector
     ON CONFLICT (tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector)
         DO UPDATE SET entries = c.entries + EXCLUDED.entries;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION facts_search_count_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    INSERT INTO facts_factsearchcount AS c
-        (tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector, entries)
-    SELECT tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector, sum(change)
-    FROM (
-        SELECT tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector, 1 AS change
-        FROM new_entries
-        UNION ALL
-        SELECT tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector, -1 AS change
-        FROM old_entries
-    ) changes
-    GROUP BY tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector
-    HAVING sum(change) <> 0
-    ORDER BY tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector
-    ON CONFLICT (tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector)
-        DO UPDATE SET entries = c.entries + EXCLUDED.entries;
-    DELETE FROM facts_factsearchcount c
-    USING (SELECT DISTINCT tenant_id, user_id, status, agent_id, category, vector_model, awaiting_vector
-           FROM old_entries) k
-    WHERE c.entries = 0
-        AND (c.tenant_id, c.user_id, c.status, c.agent_id, c.category, c.vector_model, c.awaiting_vector)
-            = (k.tenant_id, k.user_id, k.status, k.agent_id, k.category, k.vector_model, k.awaiting_vector);
     RETURN NULL;
 END $$;
 
@@ -154,10 +147,6 @@ END $$;
 DROP TRIGGER IF EXISTS facts_search_count_inserted ON facts_factsearchentry;
 CREATE TRIGGER facts_search_count_inserted AFTER INSERT ON facts_factsearchentry
     REFERENCING NEW TABLE AS inserted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_count_inserted();
-DROP TRIGGER IF EXISTS facts_search_count_updated ON facts_factsearchentry;
-CREATE TRIGGER facts_search_count_updated AFTER UPDATE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS old_entries NEW TABLE AS new_entries FOR EACH STATEMENT
-    EXECUTE FUNCTION facts_search_count_updated();
 DROP TRIGGER IF EXISTS facts_search_count_deleted ON facts_factsearchentry;
 CREATE TRIGGER facts_search_count_deleted AFTER DELETE ON facts_factsearchentry
     REFERENCING OLD TABLE AS deleted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_count_deleted();
@@ -188,49 +177,6 @@ BEGIN
     ORDER BY e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model, e.awaiting_vector
     ON CONFLICT (tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector)
         DO UPDATE SET entries = t.entries + EXCLUDED.entries;
-    RETURN NULL;
-END $$;
-
-CREATE OR REPLACE FUNCTION facts_search_term_updated() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-    PERFORM facts_search_terms_lock(ARRAY(
-        SELECT tenant_id::text || chr(31) || user_id FROM new_entries
-        UNION ALL
-        SELECT tenant_id::text || chr(31) || user_id FROM old_entries
-    ));
-    INSERT INTO facts_factsearchterm AS t
-        (tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector, entries)
-    SELECT tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector, sum(change)
-    FROM (
-        SELECT e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model, e.awaiting_vector,
-            1 AS change
-        FROM new_entries e, unnest(tsvector_to_array(e.keywords)) AS lexeme
-        WHERE lexeme <> facts_search_scope(e.tenant_id, e.user_id)
-        UNION ALL
-        SELECT e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model, e.awaiting_vector,
-            -1 AS change
-        FROM old_entries e, unnest(tsvector_to_array(e.keywords)) AS lexeme
-        WHERE lexeme <> facts_search_scope(e.tenant_id, e.user_id)
-    ) changes
-    GROUP BY tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector
-    HAVING sum(change) <> 0
-    ORDER BY tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector
-    ON CONFLICT (tenant_id, user_id, lexeme, status, agent_id, category, vector_model, awaiting_vector)
-        DO UPDATE SET entries = t.entries + EXCLUDED.entries;
-    DELETE FROM facts_factsearchterm WHERE id = ANY(ARRAY(
-        SELECT t.id
-        FROM (
-            SELECT DISTINCT e.tenant_id, e.user_id, lexeme, e.status, e.agent_id, e.category, e.vector_model,
-                e.awaiting_vector
-            FROM old_entries e, unnest(tsvector_to_array(e.keywords)) AS lexeme
-        ) k
-        CROSS JOIN LATERAL (
-            SELECT id FROM facts_factsearchterm t
-            WHERE t.tenant_id = k.tenant_id AND t.user_id = k.user_id AND t.lexeme = k.lexeme
-                AND t.status = k.status AND t.agent_id = k.agent_id AND t.category = k.category
-                AND t.vector_model = k.vector_model AND t.awaiting_vector = k.awaiting_vector AND t.entries = 0
-        ) t
-    ));
     RETURN NULL;
 END $$;
 
@@ -267,10 +213,6 @@ END $$;
 DROP TRIGGER IF EXISTS facts_search_term_inserted ON facts_factsearchentry;
 CREATE TRIGGER facts_search_term_inserted AFTER INSERT ON facts_factsearchentry
     REFERENCING NEW TABLE AS inserted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_term_inserted();
-DROP TRIGGER IF EXISTS facts_search_term_updated ON facts_factsearchentry;
-CREATE TRIGGER facts_search_term_updated AFTER UPDATE ON facts_factsearchentry
-    REFERENCING OLD TABLE AS old_entries NEW TABLE AS new_entries FOR EACH STATEMENT
-    EXECUTE FUNCTION facts_search_term_updated();
 DROP TRIGGER IF EXISTS facts_search_term_deleted ON facts_factsearchentry;
 CREATE TRIGGER facts_search_term_deleted AFTER DELETE ON facts_factsearchentry
     REFERENCING OLD TABLE AS deleted_entries FOR EACH STATEMENT EXECUTE FUNCTION facts_search_term_deleted();

@@ -253,8 +253,22 @@ def plan_nodes(node):
 
 
 def indexes_used(node) -> set[str]:
-    """The indexes the plan under `node` read (a branch a one-time filter kept from running reads none)."""
-    return {child["Index Name"] for child in plan_nodes(node) if "Index Name" in child and child["Actual Loops"]}
+    """The indexes the plan under `node` read (a branch a one-time filter kept from running reads none), a
+    partition's by the name of the partitioned table's index it belongs to."""
+    return {
+        parent_index(child["Index Name"])
+        for child in plan_nodes(node)
+        if "Index Name" in child and child["Actual Loops"]
+    }
+
+
+def parent_index(name: str) -> str:
+    """The partitioned table's index that a partition's index `name` belongs to (the partition's own is named by
+    PostgreSQL); `name` itself for an index of a table without partitions."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = %s::regclass", [name])
+        row = cursor.fetchone()
+    return row[0] if row else name
 
 
 def crowd_the_table(tenant):
@@ -320,14 +334,34 @@ def test_a_tenant_newer_than_the_tables_statistics_reads_only_the_facts_it_retur
     assert facts_rows_read() - searched == 5 + NEAREST_MARGIN
 
 
-def nearest_indexes(tenant, query: str) -> tuple[set[str], int, int]:
-    """The indexes the search's nearest CTE read for u1, the rows it gave, and the pool it was asked for."""
+def nearest_read(tenant, query: str) -> tuple[str, set[str], int, int]:
+    """How the search's nearest CTE found u1's entries (path_taken), the indexes it read, the rows it gave, and the
+    pool it was asked for."""
     sql, params = facts_search_statement(
         tenant=tenant, user_id="u1", query=query, vector=embed_query(query, tenant=tenant, user_id="u1")
     )
     plan = explained(sql, params)
     nearest = next(node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE nearest")
-    return indexes_used(nearest) - {"pg_class_oid_index"}, nearest["Actual Rows"], params["pool"]
+    return path_taken(nearest), indexes_used(nearest), nearest["Actual Rows"], params["pool"]
+
+
+def path_taken(nearest) -> str:
+    """The path the plan under a nearest CTE ran: "graph" (the HNSW index), "shortlist" (a sort by the Hamming
+    distance of the signs) or "sort" (an exact sort)."""
+    if "factsearch_embedding_hnsw" in indexes_used(nearest):
+        return "graph"
+    sorted_rows = [node for node in plan_nodes(nearest) if node.get("Actual Rows")]  # a gated branch sorts none
+    return "shortlist" if any("<~>" in key for node in sorted_rows for key in node.get("Sort Key", [])) else "sort"
+
+
+# The indexes each path reads. A shortlist reads the user's signs by the btree, then the shortlisted entries'
+# vectors by their primary key, or, in a partition the user is most of, by the same btree again (the planner's
+# choice by the partition's size).
+PATH_INDEXES = {
+    "graph": [{"factsearch_embedding_hnsw"}],
+    "shortlist": [{"factsearch_tenant_user_status", "facts_factsearchentry_pkey"}, {"factsearch_tenant_user_status"}],
+    "sort": [{"factsearch_tenant_user_status"}],
+}
 
 
 def vacuum_entries(*, all_visible: bool = False) -> None:
@@ -338,7 +372,10 @@ def vacuum_entries(*, all_visible: bool = False) -> None:
     with connection.cursor() as cursor:
         for _ in range(50):
             cursor.execute("VACUUM facts_factsearchentry")
-            cursor.execute("SELECT relallvisible >= relpages FROM pg_class WHERE relname = 'facts_factsearchentry'")
+            cursor.execute(
+                "SELECT bool_and(relallvisible >= relpages) FROM pg_class WHERE oid IN"
+                " (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'facts_factsearchentry'::regclass)"
+            )
             if not all_visible or cursor.fetchone()[0]:
                 return
             time.sleep(0.1)
@@ -348,19 +385,21 @@ def vacuum_entries(*, all_visible: bool = False) -> None:
 def test_a_large_users_nearest_entries_come_through_the_hnsw_graph_or_a_shortlist_by_their_signs(tenant, settings):
     vacuum_entries()
     crowd_the_table(tenant)
-    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 500  # u1 holds 530 of the table's 3,530 (15%)
-    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 50  # 530^2 >= 3,530 x 50: a large enough share for the walk
+    # u1 holds 530 of the table's 3,530, ~577 of its partition's (its own and a 64th of the others')
+    settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 500
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 50  # 530^2 >= 577 x 50: a large enough share for the walk
 
-    indexes, rows, pool = nearest_indexes(tenant, "tea")
+    path, indexes, rows, pool = nearest_read(tenant, "tea")
 
-    assert indexes == {"factsearch_embedding_hnsw"}
+    assert (path, indexes) == ("graph", {"factsearch_embedding_hnsw"})
     assert rows == pool  # the walk went on past the crowd's entries
-    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 1000  # the same user as a small share of the table: the shortlist
-    indexes, rows, pool = nearest_indexes(tenant, "tea")
-    assert indexes == {"factsearch_tenant_user_status", "facts_factsearchentry_pkey"}, indexes
+    settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 1000  # 530^2 < 577 x 1,000: too small a share, the shortlist
+    path, indexes, rows, pool = nearest_read(tenant, "tea")
+    assert path == "shortlist"
+    assert indexes in PATH_INDEXES["shortlist"], indexes
     assert rows == pool
     settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 2000  # a user of 530 facts: the exact sort
-    assert nearest_indexes(tenant, "tea")[0] == {"factsearch_tenant_user_status"}
+    assert nearest_read(tenant, "tea")[:2] == ("sort", {"factsearch_tenant_user_status"})
 
 
 @pytest.mark.django_db(transaction=True)
@@ -376,22 +415,22 @@ def test_a_shortlist_reads_the_users_signs_from_the_index_alone(tenant, settings
     plan = explained(sql, params)
 
     shortlist = [node for node in plan_nodes(plan) if node.get("Node Type") == "Index Only Scan"]
-    assert [node["Index Name"] for node in shortlist] == ["factsearch_tenant_user_status"]
+    assert [parent_index(node["Index Name"]) for node in shortlist] == ["factsearch_tenant_user_status"]
     assert shortlist[0]["Actual Rows"] == 530  # every entry of the user's, none of the crowd's
     assert shortlist[0]["Heap Fetches"] == 0
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(
-    ("max_entries", "share_rows", "indexes"),
+    ("max_entries", "share_rows", "path"),
     [
-        (2000, 1000, {"factsearch_tenant_user_status"}),  # 530 facts: sorted
-        (500, 1000, {"factsearch_tenant_user_status", "facts_factsearchentry_pkey"}),  # 15% < 1000 / 530: shortlist
-        (500, 50, {"factsearch_embedding_hnsw"}),  # 530^2 >= 3,530 x 50: walked
+        (2000, 1000, "sort"),  # 530 facts: sorted
+        (500, 1000, "shortlist"),  # 530^2 < ~577 x 1,000 (u1's partition): shortlisted
+        (500, 50, "graph"),  # 530^2 >= ~577 x 50: walked
     ],
 )
 def test_the_neighbours_of_a_new_fact_take_the_rules_path_decided_in_their_statement(
-    tenant, settings, max_entries, share_rows, indexes
+    tenant, settings, max_entries, share_rows, path
 ):
     vacuum_entries()
     crowd_the_table(tenant)
@@ -405,7 +444,8 @@ def test_the_neighbours_of_a_new_fact_take_the_rules_path_decided_in_their_state
     neighbours = facts_nearest(tenant=tenant, user_id="u1", vector=vector, limit=5)
 
     nearest = next(node for node in plan_nodes(plan) if node.get("Subplan Name") == "CTE nearest")
-    assert indexes_used(nearest) - {"pg_class_oid_index"} == indexes
+    assert path_taken(nearest) == path
+    assert indexes_used(nearest) in PATH_INDEXES[path]
     assert nearest["Actual Rows"] == params["nearest"]
     assert len(neighbours) == 5
     assert all("tea" in neighbour.fact.content for neighbour in neighbours)
@@ -421,7 +461,7 @@ def test_a_search_through_the_graph_or_the_shortlist_finds_what_the_exact_sort_f
     queries = ["tea lisbon", "piano chess river", "vault", "cake review", "train to lisbon", "coffee"]
     settings.FACTS_SEARCH_EXACT_MAX_ENTRIES = 500
     settings.SEARCH_GRAPH_MIN_SHARE_ROWS = 0
-    assert nearest_indexes(tenant, queries[0])[0] == {"factsearch_embedding_hnsw"}  # what "graph" below walks
+    assert nearest_read(tenant, queries[0])[0] == "graph"  # what "graph" below walks
 
     found = {}
     for path, max_entries, share_rows in (("exact", 10**9, 0), ("graph", 500, 0), ("shortlist", 500, 10**9)):

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 
 import numpy as np
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import DatabaseError, OperationalError, connection, transaction
 from django.db.models import Count
 
 from core.locks import LockNamespace, xact_lock
@@ -89,6 +89,7 @@ def assert_in_step():
     assert stored_counts() == counted_entries()
     assert stored_terms() == counted_terms()
     stored, expected = stored_entries(), expected_entries()
+    assert FactSearchEntry.objects.count() == len(stored)  # one entry a fact, in one partition
     assert stored.keys() == expected.keys()
     for fact_id, entry in stored.items():
         *columns, vector, model, awaiting, keywords = entry
@@ -290,8 +291,11 @@ def test_writes_leave_nothing_pending_in_the_keyword_index(tenant):
     fact_remember(tenant=tenant, user_id="u1", content="Lives in Lisbon")
 
     with connection.cursor() as cursor:
-        cursor.execute("SELECT gin_clean_pending_list('factsearch_keywords'::regclass)")
-        assert cursor.fetchone()[0] == 0  # pages it had to merge
+        cursor.execute(  # each partition's index of the keywords
+            "SELECT sum(gin_clean_pending_list(inhrelid)) FROM pg_inherits"
+            " WHERE inhparent = 'factsearch_keywords'::regclass"
+        )
+        assert cursor.fetchone()[0] == 0  # pages they had to merge
 
 
 def test_an_update_of_no_copied_column_runs_no_statement_on_the_entries(tenant):
@@ -317,5 +321,55 @@ def test_an_update_of_no_copied_column_runs_no_statement_on_the_entries(tenant):
     facts_record_usage(tenant=tenant, fact_ids=[fact.pk])
     assert statements() == []
     fact_update(tenant=tenant, fact_id=fact.pk, actor="test", content="Drinks green tea")
-    assert statements() == ["DELETE", "INSERT", "UPDATE"]  # the DELETE, and the INSERT ... ON CONFLICT DO UPDATE
+    assert statements() == ["DELETE", "INSERT"]  # the entry written afresh
+    assert_in_step()
+
+
+def entry_partition(fact_id: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tableoid::regclass::text FROM facts_factsearchentry WHERE fact_id = %s", [fact_id])
+        return cursor.fetchone()[0]
+
+
+def test_a_users_entries_lie_in_one_of_the_tables_partitions(tenant):
+    facts = facts_import(
+        tenant=tenant,
+        facts=[{"user_id": f"u{n % 20}", "content": f"Note {n} on tea"} for n in range(200)],
+        actor="test",
+    )
+
+    partitions = {}
+    for fact in facts:
+        partitions.setdefault(fact.user_id, set()).add(entry_partition(fact.pk))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_inherits WHERE inhparent = 'facts_factsearchentry'::regclass")
+        assert cursor.fetchone()[0] == 64
+    assert all(len(held) == 1 for held in partitions.values())
+    assert len(set().union(*partitions.values())) > 1  # twenty users spread over the partitions
+
+
+def test_a_fact_given_to_another_user_moves_its_entry_to_that_users_partition(tenant):
+    [moved, other] = facts_import(
+        tenant=tenant,
+        facts=[{"user_id": "u1", "content": "Drinks tea"}, {"user_id": "mover-2", "content": "Plays chess"}],
+        actor="test",
+    )
+    before = entry_partition(moved.pk)
+
+    Fact.objects.filter(pk=moved.pk).update(user_id="mover-2")
+
+    assert_in_step()
+    assert entry_partition(moved.pk) == entry_partition(other.pk) != before
+    assert [hit.fact.pk for hit in facts_search(tenant=tenant, user_id="u1", query="tea")] == []
+    assert moved.pk in [hit.fact.pk for hit in facts_search(tenant=tenant, user_id="mover-2", query="tea")]
+
+
+def test_an_update_of_the_entries_themselves_is_refused(tenant):
+    """The counts and terms follow the entries' inserts and deletes alone: an update would leave them behind."""
+    [fact] = facts_import(tenant=tenant, facts=[{"user_id": "u1", "content": "Drinks tea"}], actor="test")
+
+    with pytest.raises(DatabaseError, match="update the fact instead"), transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("UPDATE facts_factsearchentry SET category = 'profile' WHERE fact_id = %s", [fact.pk])
+
     assert_in_step()

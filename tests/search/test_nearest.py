@@ -25,3 +25,19 @@ def test_the_share_that_walks_the_graph_is_one_setting(settings):
 
     assert nearest_path(rows=10_000, table_rows=100_000, sort_max_rows=2_000, has_signs=True) is NearestPath.SHORTLIST
     assert nearest_path(rows=10_000, table_rows=10_000, sort_max_rows=2_000, has_signs=True) is NearestPath.GRAPH
+
+
+@pytest.mark.parametrize(
+    ("rows", "table_rows", "partitions", "path"),
+    [
+        # The 10,000 of a table of a million in 64 partitions by scope: its partition holds ~25,600 (its own and
+        # 1/64 of the others'), a large enough share for the walk of the partition's graph.
+        (10_000, 1_010_000, 64, NearestPath.GRAPH),
+        (10_000, 100_010_000, 64, NearestPath.SHORTLIST),  # ~1.57 million others in its partition: shortlisted
+        (10_000, 1_010_000, 1, NearestPath.SHORTLIST),  # one partition: the whole table
+    ],
+)
+def test_in_a_table_partitioned_by_scope_the_share_is_of_the_scopes_partition(rows, table_rows, partitions, path):
+    chosen = nearest_path(rows=rows, table_rows=table_rows, sort_max_rows=2_000, has_signs=True, partitions=partitions)
+
+    assert chosen is path
