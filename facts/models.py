@@ -186,7 +186,7 @@ class FactSearchEntry(models.Model):
             # Without a pending list: with one, every search scans the facts inserted since the last merge, every
             # user's (291 pages of them: a 1k user's search 3.7 -> 8.9 ms); a bulk import of 100 pays ~13 ms instead.
             GinIndex(fields=["keywords"], name="factsearch_keywords", fastupdate=False),
-            # Large users' nearest entries (facts.selectors._NEAREST_SQL); pgvector's default graph parameters.
+            # Large users' nearest entries (search.nearest.nearest_sql); pgvector's default graph parameters.
             HnswIndex(
                 fields=["embedding"],
                 name="factsearch_embedding_hnsw",

@@ -18,7 +18,14 @@ from core.replicas import read_alias
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
 from search.filters import filter_parse, filter_q, filter_sql
-from search.nearest import NearestPath, nearest_path, walks_graph_params, walks_graph_sql
+from search.nearest import (
+    NearestPath,
+    VectorTable,
+    nearest_path,
+    nearest_sql,
+    walks_graph_params,
+    walks_graph_sql,
+)
 from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
@@ -534,36 +541,11 @@ _COUNTED_SQL = f"""counted AS MATERIALIZED (
 )"""
 # The user's `nearest` entries nearest to the query by half precision (the search's and facts_nearest's), found by
 # the path search.nearest chooses: an exact sort of the user's rows (btree); a shortlist of the rows nearest by
-# their vectors' signs (Hamming distance, read from the btree alone), re-scored by half precision; or the HNSW graph
-# (iterative scan: walked until that many of the user's entries are found). The shortlist and the walk find a
-# measured 0.99 and more of the exact nearest; every path's entries are re-scored exactly afterwards. A statement
-# whose path is decided before holds that branch alone; facts_nearest's holds the three, each gated by a one-time
-# filter on `counted`, so that only one runs.
-_NEAREST_BRANCHES = {
-    NearestPath.SORT: """(SELECT fact_id AS id,
-        1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
-    FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND {gate}
-    ORDER BY vector_score DESC, fact_id DESC
-    LIMIT %(nearest)s)""",
-    NearestPath.SHORTLIST: """(SELECT e.fact_id AS id,
-        1 - (e.embedding <=> %(vector)s::halfvec) AS vector_score{shortlist_keywords_column}
-    FROM (
-        SELECT fact_id FROM facts_factsearchentry
-        WHERE {where} AND vector_model = %(model)s AND {gate}
-        ORDER BY signs <~> binary_quantize(%(vector)s::halfvec), fact_id DESC
-        LIMIT %(shortlist)s
-    ) shortlist JOIN facts_factsearchentry e
-        ON e.fact_id = shortlist.fact_id AND e.tenant_id = %(tenant)s AND e.user_id = %(user_id)s AND {gate}
-    ORDER BY vector_score DESC, id DESC
-    LIMIT %(nearest)s)""",
-    NearestPath.GRAPH: """(SELECT fact_id AS id,
-        1 - (embedding <=> %(vector)s::halfvec) AS vector_score{keywords_column}
-    FROM facts_factsearchentry
-    WHERE {where} AND vector_model = %(model)s AND {gate}
-    ORDER BY embedding <=> %(vector)s::halfvec
-    LIMIT %(nearest)s)""",
-}
+# their vectors' signs, re-scored by half precision; or the HNSW graph of the user's partition. The shortlist and the
+# walk find a measured 0.99 and more of the exact nearest; every path's entries are re-scored exactly afterwards. A
+# statement whose path is decided before holds that branch alone; facts_nearest's holds the three, each gated by a
+# one-time filter on `counted`, so that only one runs.
+ENTRIES = VectorTable(name="facts_factsearchentry", key="fact_id", vector_type="halfvec", signs=True)
 _WALKS_GRAPH = walks_graph_sql("rows", "table_rows", "partitions")
 # The paths as facts_nearest decides them, from `counted` (search.nearest's rule in SQL).
 _COUNTED_PATHS = {
@@ -580,29 +562,27 @@ SHORTLIST_FLOOR = 400
 def _nearest_sql(where: str, path: NearestPath | None = None, keywords_column: bool = False) -> str:
     """The nearest CTE over entries selected by `where`: the branch of `path`, or, path None, every branch, each
     gated by a one-time filter on `counted` that decides it in the statement."""
-    paths = list(NearestPath) if path is None else [path]
-    branches = "\n    UNION ALL\n    ".join(
-        _NEAREST_BRANCHES[branch].format(
-            where=where,
-            gate="true" if path is not None else _COUNTED_PATHS[branch],
-            keywords_column=", keywords" if keywords_column else "",
-            shortlist_keywords_column=", e.keywords" if keywords_column else "",
-        )
-        for branch in paths
+    nearest = nearest_sql(
+        ENTRIES,
+        where=f"{where} AND vector_model = %(model)s",
+        limit="%(nearest)s",
+        path=path,
+        gates=_COUNTED_PATHS,
+        columns=", keywords" if keywords_column else "",
     )
-    return f"nearest AS MATERIALIZED (\n    {branches}\n)"
+    return f"nearest AS MATERIALIZED (\n    {nearest}\n)"
 
 
 def graph_settings(params: dict) -> tuple[str, dict]:
     """The statement that sets the graph walk's settings (search.planner), to send before a statement built on
-    _NEAREST_SQL in the same call: a simple query of two statements runs as one transaction, so they end with it,
+    _nearest_sql in the same call: a simple query of two statements runs as one transaction, so they end with it,
     or with the caller's transaction when there is one."""
     ef_search = max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0))
     return graph_walk_settings(ef_search=ef_search), params
 
 
 def nearest_params(nearest: int) -> dict:
-    """How many entries a statement built on _NEAREST_SQL reads: `nearest`, from a shortlist of `shortlist`."""
+    """How many entries a statement built on _nearest_sql reads: `nearest`, from a shortlist of `shortlist`."""
     return {"nearest": nearest, "shortlist": max(nearest * SHORTLIST_PER_NEAREST, SHORTLIST_FLOOR)}
 
 

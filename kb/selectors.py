@@ -19,7 +19,7 @@ from core.db import vector_literal
 from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
-from search.nearest import NearestPath, nearest_path
+from search.nearest import NearestPath, VectorTable, nearest_path, nearest_sql
 from search.planner import graph_walk_settings
 from tenancy.models import Tenant
 
@@ -99,17 +99,17 @@ class DocumentHit:
 
 # --- search -------------------------------------------------------------------------------------------------------
 
-# Tenant-wide hybrid search. Each channel picks its own candidates with its own index: the vector side an HNSW
-# scan (iterative, so the tenant filter cannot starve it; a small tenant's chunks are sorted exactly instead), the
-# keyword side the GIN index on search_vector, or the primary key in id order for a common term. The
-# keyword side is BM25 (core.keywords) with the tenant's own statistics, N and each term's chunks (KBTermFrequency,
-# read before the statement). With b = 0 a chunk's score depends only on which terms it holds, so the best
-# `candidates` are found exactly without ranking every chunk of a common term (a term in a fifth of 107k chunks
-# cost 336 of 364 ms so): every chunk of the rarest terms is read and ranked (rare_best); a chunk holding none of
-# them holds a pattern of the common terms, and every chunk of one pattern scores alike, so per pattern only the
-# lowest ids can rank (ties go to the lower id), and only a pattern scoring at least the rare ranking's last place
-# (bar) is read at all (a one-time filter). The patterns are walked best first and the walk stops once it has
-# `candidates` chunks: the patterns after them cannot rank (pattern_walk).
+# Tenant-wide hybrid search. Each channel picks its own candidates with its own index: the vector side as search.nearest
+# finds a scope's nearest rows (an HNSW walk, iterative so the tenant filter cannot starve it, or an exact sort of a
+# small tenant's chunks), the keyword side the GIN index on search_vector, or the primary key in id order for a common
+# term. The keyword side is BM25 (core.keywords) with the tenant's own statistics, N and each term's chunks
+# (KBTermFrequency, read before the statement). With b = 0 a chunk's score depends only on which terms it holds, so the
+# best `candidates` are found exactly without ranking every chunk of a common term (a term in a fifth of 107k chunks
+# cost 336 of 364 ms so): every chunk of the rarest terms is read and ranked (rare_best); a chunk holding none of them
+# holds a pattern of the common terms, and every chunk of one pattern scores alike, so per pattern only the lowest ids
+# can rank (ties go to the lower id), and only a pattern scoring at least the rare ranking's last place (bar) is read at
+# all (a one-time filter). The patterns are walked best first and the walk stops once it has `candidates` chunks: the
+# patterns after them cannot rank (pattern_walk).
 # With a query vector, the chunks the keyword side reads in full are also ranked by the fused score itself (rare_fused:
 # their vectors are in the rows read anyway, and the keyword side's best score is known once keyword_hits is), and a
 # small pattern's chunks are read nearest first: chunks that tie on the keyword side are told apart by cosine, and
@@ -402,10 +402,7 @@ def kb_search_statement(
         bm25, alias="rare_matches", length="rare_matches.len", average_length="idf.average_length"
     )
     if with_vector:
-        distance = "embedding <=> %(vector)s::vector"
-        if _sorted_exactly(statistics):
-            distance = f"({distance}) + 0"  # an expression no index serves
-        vector_hits = f"SELECT id FROM kb_kbchunk WHERE {where} ORDER BY {distance} LIMIT %(candidates)s"
+        vector_hits = nearest_sql(CHUNKS, where=where, limit="%(candidates)s", path=_vector_path(statistics))
         cosine = "(1 - (c.embedding <=> %(vector)s::vector))::float8"
     else:
         vector_hits, cosine = "SELECT id FROM kb_kbchunk WHERE false", "0::float8"
@@ -462,16 +459,19 @@ def kb_search_statement(
     return sql, params
 
 
-def _sorted_exactly(statistics: TermChunks) -> bool:
-    """Whether the vector side sorts the tenant's chunks exactly rather than walk the HNSW graph every tenant shares
-    (search.nearest's rule: a small knowledge base, or one that is a small share of the table)."""
-    path = nearest_path(
+# The chunks as the vector side reads them (search.nearest): full vectors, no signs, so a tenant too large to sort
+# walks the HNSW graph every tenant shares, or, a small share of the table, is sorted all the same.
+CHUNKS = VectorTable(name="kb_kbchunk", key="id", vector_type="vector")
+
+
+def _vector_path(statistics: TermChunks) -> NearestPath:
+    """How the vector side finds the tenant's nearest chunks (search.nearest's rule)."""
+    return nearest_path(
         rows=statistics.chunks,
         table_rows=statistics.table_chunks,
         sort_max_rows=settings.KB_SEARCH_EXACT_MAX_CHUNKS,
-        has_signs=False,
+        has_signs=CHUNKS.signs,
     )
-    return path is NearestPath.SORT
 
 
 # The keyword side's chunks read in full when KB_SEARCH_KEYWORD_CHUNKS_READ is unset: this many times the square root

@@ -13,8 +13,13 @@ SQL.
 The rows a walk meets are its partition's: the table's, or, in a table hash-partitioned by scope (facts, by user),
 the scope's own and an even share of the others' (the partitions' graphs are separate). The graph is walked while
 rows^2 >= met rows x SEARCH_GRAPH_MIN_SHARE_ROWS: a scope of 10,000 rows among at most 100,000, one of 100,000 among
-at most 10,000,000. docs/benchmarks.md has the measurements."""
+at most 10,000,000. docs/benchmarks.md has the measurements.
 
+Each path's statement is written here too (nearest_sql), for the table a domain declares (VectorTable), so facts and
+the knowledge base read their nearest rows alike."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import Enum
 
 from django.conf import settings
@@ -54,3 +59,74 @@ def walks_graph_sql(rows: str, table_rows: str, partitions: str = "1") -> str:
 
 def walks_graph_params() -> dict:
     return {"graph_min_share_rows": settings.SEARCH_GRAPH_MIN_SHARE_ROWS}
+
+
+@dataclass(frozen=True)
+class VectorTable:
+    """A domain's table as the nearest statements read it: its rows' `embedding` column (cosine distance), compared
+    with the query's %(vector)s cast to `vector_type`, and, when `signs`, the vectors' signs (`signs`,
+    binary_quantize) for the shortlist."""
+
+    name: str
+    key: str  # the column returned as `id`
+    vector_type: str  # "vector" or "halfvec", the embedding column's
+    signs: bool = False
+
+
+# Each path's SELECT of the `limit` rows nearest %(vector)s among those `where` selects, best first, as (id,
+# vector_score = 1 - cosine distance, and `columns`): the sort orders by an expression no index serves; the shortlist
+# takes %(shortlist)s rows by the Hamming distance of their signs (read from the btree that selects the scope) and
+# re-scores them (its join names the scope again, so a partitioned table is read in one partition); the walk orders
+# by the distance the HNSW index serves (iterative scan: walked until `limit` of the scope's rows are found).
+_BRANCHES = {
+    NearestPath.SORT: """(SELECT {key} AS id, 1 - (embedding <=> %(vector)s::{type}) AS vector_score{columns}
+    FROM {table}
+    WHERE {where} AND {gate}
+    ORDER BY vector_score DESC, {key} DESC
+    LIMIT {limit})""",
+    NearestPath.SHORTLIST: """(SELECT {key} AS id, 1 - (embedding <=> %(vector)s::{type}) AS vector_score{columns}
+    FROM (
+        SELECT {key} AS shortlisted FROM {table}
+        WHERE {where} AND {gate}
+        ORDER BY signs <~> binary_quantize(%(vector)s::{type}), {key} DESC
+        LIMIT %(shortlist)s
+    ) shortlist JOIN {table} ON {key} = shortlist.shortlisted
+    WHERE {where} AND {gate}
+    ORDER BY vector_score DESC, id DESC
+    LIMIT {limit})""",
+    NearestPath.GRAPH: """(SELECT {key} AS id, 1 - (embedding <=> %(vector)s::{type}) AS vector_score{columns}
+    FROM {table}
+    WHERE {where} AND {gate}
+    ORDER BY embedding <=> %(vector)s::{type}
+    LIMIT {limit})""",
+}
+
+
+def nearest_sql(
+    table: VectorTable,
+    *,
+    where: str,
+    limit: str,
+    path: NearestPath | None = None,
+    gates: Mapping[NearestPath, str] | None = None,
+    columns: str = "",
+) -> str:
+    """The rows of `table` that `where` selects nearest the query, through `path`; or, path None, every path the
+    table can take, each gated by a one-time filter of `gates` (a statement that decides its path itself) so that
+    one runs. limit: an SQL expression (a placeholder); columns: more of the row's columns to return, ", a, b"."""
+    if path is not None:
+        paths, gates = [path], {path: "true"}
+    else:
+        paths = [each for each in NearestPath if table.signs or each is not NearestPath.SHORTLIST]
+    return "\n    UNION ALL\n    ".join(
+        _BRANCHES[each].format(
+            table=table.name,
+            key=table.key,
+            type=table.vector_type,
+            where=where,
+            gate=gates[each],
+            limit=limit,
+            columns=columns,
+        )
+        for each in paths
+    )

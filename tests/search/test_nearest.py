@@ -2,7 +2,7 @@
 
 import pytest
 
-from search.nearest import NearestPath, nearest_path
+from search.nearest import NearestPath, VectorTable, nearest_path, nearest_sql
 
 
 @pytest.mark.parametrize(
@@ -41,3 +41,21 @@ def test_in_a_table_partitioned_by_scope_the_share_is_of_the_scopes_partition(ro
     chosen = nearest_path(rows=rows, table_rows=table_rows, sort_max_rows=2_000, has_signs=True, partitions=partitions)
 
     assert chosen is path
+
+
+def test_a_statement_that_decides_its_path_itself_holds_each_path_the_table_can_take_gated():
+    with_signs = VectorTable(name="entries", key="entry_id", vector_type="halfvec", signs=True)
+    without = VectorTable(name="chunks", key="id", vector_type="vector")
+    gates = {path: f"gate_{path.value}" for path in NearestPath}
+
+    both = nearest_sql(with_signs, where="scope = 1", limit="%(n)s", gates=gates)
+    sorted_or_walked = nearest_sql(without, where="scope = 1", limit="%(n)s", gates=gates)
+    walked = nearest_sql(without, where="scope = 1", limit="%(n)s", path=NearestPath.GRAPH)
+
+    assert [both.count(f"gate_{path.value}") for path in NearestPath] == [1, 2, 1]  # the shortlist: twice
+    assert "gate_shortlist" not in sorted_or_walked
+    assert "<~>" not in sorted_or_walked
+    assert sorted_or_walked.count("UNION ALL") == 1
+    assert "gate_" not in walked
+    assert "UNION ALL" not in walked
+    assert "ORDER BY embedding <=> %(vector)s::vector\n    LIMIT %(n)s" in walked
