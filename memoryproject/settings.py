@@ -13,6 +13,7 @@ from .settings_checks import (
     check_production_secret_key,
     database_from_url,
     development_secret_key,
+    float_setting,
     redis_url_check,
     refuse,
 )
@@ -114,7 +115,7 @@ if DATABASE_POOL:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN_SIZE", default=2),
         "max_size": env.int("DATABASE_POOL_MAX_SIZE", default=10),
-        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),  # seconds to wait for a free connection
+        "timeout": float_setting(env, "DATABASE_POOL_TIMEOUT", default=10.0),  # seconds to wait for a free connection
     }
 else:
     # Kept 60 s: a new PostgreSQL backend per request cost as much CPU as the request (bench/load.py: 8.1 -> 15.6 rps).
@@ -218,7 +219,7 @@ EMBEDDING_THREADS = env.int("EMBEDDING_THREADS", default=1)
 
 OPENAI_API_KEY = env("OPENAI_API_KEY", default="")
 OPENAI_BASE_URL = env("OPENAI_BASE_URL", default="") or None  # None: the client's default (api.openai.com)
-OPENAI_TIMEOUT = env.float("OPENAI_TIMEOUT", default=30.0)
+OPENAI_TIMEOUT = float_setting(env, "OPENAI_TIMEOUT", default=30.0)
 OPENAI_MAX_RETRIES = env.int("OPENAI_MAX_RETRIES", default=3)
 
 CHAT_PROVIDER = env("CHAT_PROVIDER", default="none")  # none = rule-based paths, offline
@@ -228,30 +229,30 @@ CHAT_RESPONSE_FORMAT = env("CHAT_RESPONSE_FORMAT", default="json_schema")  # or 
 # --- Facts -----------------------------------------------------------------------------------------
 FACTS_MAX_CONTENT_CHARS = env.int("FACTS_MAX_CONTENT_CHARS", default=2000)
 # New facts below this confidence wait for review (pending); manual facts are always active.
-FACTS_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_AUTO_APPROVE_CONFIDENCE", default=0.7)
+FACTS_AUTO_APPROVE_CONFIDENCE = float_setting(env, "FACTS_AUTO_APPROVE_CONFIDENCE", default=0.7)
 # Facts extracted from conversations need more: below this they wait for a human.
-FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = env.float("FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE", default=0.85)
+FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE = float_setting(env, "FACTS_EXTRACTED_AUTO_APPROVE_CONFIDENCE", default=0.85)
 # A contradiction retires the old fact only when the judge is this sure and the new fact this confident;
 # otherwise a FactConflict opens for review.
-FACTS_SUPERSEDE_CERTAINTY = env.float("FACTS_SUPERSEDE_CERTAINTY", default=0.75)
-FACTS_SUPERSEDE_MIN_CONFIDENCE = env.float("FACTS_SUPERSEDE_MIN_CONFIDENCE", default=0.7)
+FACTS_SUPERSEDE_CERTAINTY = float_setting(env, "FACTS_SUPERSEDE_CERTAINTY", default=0.75)
+FACTS_SUPERSEDE_MIN_CONFIDENCE = float_setting(env, "FACTS_SUPERSEDE_MIN_CONFIDENCE", default=0.7)
 FACTS_JUDGE_CANDIDATES = env.int("FACTS_JUDGE_CANDIDATES", default=5)
 # The chat judge is only asked about neighbours at least this similar (saves calls on unrelated facts).
-FACTS_LLM_JUDGE_MIN_SIMILARITY = env.float("FACTS_LLM_JUDGE_MIN_SIMILARITY", default=0.3)
+FACTS_LLM_JUDGE_MIN_SIMILARITY = float_setting(env, "FACTS_LLM_JUDGE_MIN_SIMILARITY", default=0.3)
 FACTS_IMPORT_MAX_BATCH = env.int("FACTS_IMPORT_MAX_BATCH", default=1000)
 # A fact's metadata (core.validation.validate_metadata): compact JSON bytes, keys at every level, nesting levels.
 METADATA_MAX_BYTES = env.int("METADATA_MAX_BYTES", default=16 * 1024)
 METADATA_MAX_KEYS = env.int("METADATA_MAX_KEYS", default=100)
 METADATA_MAX_DEPTH = env.int("METADATA_MAX_DEPTH", default=5)
 # Search: fused = w * cosine + (1 - w) * BM25 (scaled to the query's best keyword hit); see bench/locomo_recall.py.
-FACTS_SEARCH_VECTOR_WEIGHT = env.float("FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
+FACTS_SEARCH_VECTOR_WEIGHT = float_setting(env, "FACTS_SEARCH_VECTOR_WEIGHT", default=0.7)
 # BM25 length normalisation (0 = off) and saturation: one-sentence facts rank best without it (LoCoMo recall@10
 # 0.708 with b = 0, 0.696 with b = 0.75); k1 only counts when b > 0.
-FACTS_SEARCH_BM25_B = env.float("FACTS_SEARCH_BM25_B", default=0.0)
-FACTS_SEARCH_BM25_K1 = env.float("FACTS_SEARCH_BM25_K1", default=1.2)
+FACTS_SEARCH_BM25_B = float_setting(env, "FACTS_SEARCH_BM25_B", default=0.0)
+FACTS_SEARCH_BM25_K1 = float_setting(env, "FACTS_SEARCH_BM25_K1", default=1.2)
 FACTS_SEARCH_CANDIDATE_FACTOR = env.int("FACTS_SEARCH_CANDIDATE_FACTOR", default=2)
-FACTS_SEARCH_MMR_LAMBDA = env.float("FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
-FACTS_SEARCH_HALF_LIFE_DAYS = env.float("FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
+FACTS_SEARCH_MMR_LAMBDA = float_setting(env, "FACTS_SEARCH_MMR_LAMBDA", default=0.8)  # 1.0 switches MMR off
+FACTS_SEARCH_HALF_LIFE_DAYS = float_setting(env, "FACTS_SEARCH_HALF_LIFE_DAYS", default=0.0)  # 0 switches decay off
 # A user's nearest facts are sorted exactly up to this many current facts; beyond, search.nearest's rule chooses
 # the HNSW graph or a shortlist by the vectors' signs (both re-scored exactly). The graph is walked with this
 # candidate list (pgvector hnsw.ef_search, raised to the pool when that is larger).
@@ -276,8 +277,8 @@ CONTEXT_MAX_TOKENS = env.int("CONTEXT_MAX_TOKENS", default=800)
 # injected. Unset: the floor measured for the active embedding model (retrieval.context.MEASURED_FLOORS, chosen by
 # bench/relevance_floor.py: all-MiniLM-L6-v2 0.23 for both, its int8 graph 0.25); a model not measured has none, since a
 # cosine means something else in each model (the hash embedder's floors cost recall before they cut anything).
-CONTEXT_FACTS_MIN_SIMILARITY = env.float("CONTEXT_FACTS_MIN_SIMILARITY", default=None)
-CONTEXT_DOCUMENTS_MIN_SIMILARITY = env.float("CONTEXT_DOCUMENTS_MIN_SIMILARITY", default=None)
+CONTEXT_FACTS_MIN_SIMILARITY = float_setting(env, "CONTEXT_FACTS_MIN_SIMILARITY", default=None)
+CONTEXT_DOCUMENTS_MIN_SIMILARITY = float_setting(env, "CONTEXT_DOCUMENTS_MIN_SIMILARITY", default=None)
 # Knowledge base: largest document POST /api/v1/kb/documents takes (a file, or text as UTF-8), in bytes.
 KB_MAX_UPLOAD_BYTES = env.int("KB_MAX_UPLOAD_BYTES", default=5 * 1024 * 1024)
 # Lower caps for some formats, "type=bytes;type=bytes": HTML is mostly markup, its text a fraction of its bytes.
@@ -297,9 +298,9 @@ KB_SEARCH_CANDIDATE_FACTOR = env.int("KB_SEARCH_CANDIDATE_FACTOR", default=4)
 # kb_search: fused = w * cosine + (1 - w) * keyword, keyword = BM25 over the tenant's chunks; its own settings, so
 # tuning fact search leaves KB search alone. Chosen by bench/locomo_recall.py --target kb --sweep (recall@10,
 # MiniLM): w 0.6 / b 0 0.704, w 0.7 / b 0.75 0.689, w 0.5 0.701; ts_rank_cd with w 0.7 before it, 0.677.
-KB_SEARCH_VECTOR_WEIGHT = env.float("KB_SEARCH_VECTOR_WEIGHT", default=0.6)
-KB_SEARCH_BM25_K1 = env.float("KB_SEARCH_BM25_K1", default=1.2)
-KB_SEARCH_BM25_B = env.float("KB_SEARCH_BM25_B", default=0.0)
+KB_SEARCH_VECTOR_WEIGHT = float_setting(env, "KB_SEARCH_VECTOR_WEIGHT", default=0.6)
+KB_SEARCH_BM25_K1 = float_setting(env, "KB_SEARCH_BM25_K1", default=1.2)
+KB_SEARCH_BM25_B = float_setting(env, "KB_SEARCH_BM25_B", default=0.0)
 # kb_search's keyword side reads every chunk of the query's rarest terms while they add up to at most this many
 # chunks (by the tenant's term counts); a commoner term's chunks are reached only through the few that can still
 # rank (kb.selectors), and what the rare terms leave of this goes to reading the smallest sets of common terms
@@ -313,7 +314,7 @@ KB_SEARCH_EXACT_MAX_CHUNKS = env.int("KB_SEARCH_EXACT_MAX_CHUNKS", default=10_00
 # Facts and chunks alike: a scope too large to sort walks the HNSW graph only while its rows^2 >= the rows the walk
 # meets x this (search.nearest: the table's, or for facts their user's partition's): a walk visits about met / scope
 # rows for each of the scope's it finds.
-SEARCH_GRAPH_MIN_SHARE_ROWS = env.float("SEARCH_GRAPH_MIN_SHARE_ROWS", default=1000)
+SEARCH_GRAPH_MIN_SHARE_ROWS = float_setting(env, "SEARCH_GRAPH_MIN_SHARE_ROWS", default=1000)
 
 # --- Knowledge-base indexing off the request path, bounded embedding (issue 17, kb + ai) ------------
 # Uploads whose text is longer are stored at once (202) and chunked and embedded by the worker; shorter ones are
@@ -355,10 +356,10 @@ EPISODES_SUMMARY_MAX_CHARS = env.int("EPISODES_SUMMARY_MAX_CHARS", default=600)
 # Most conversation text sent to the chat model in one summary call (the newest messages are kept).
 EPISODES_SUMMARY_INPUT_MAX_CHARS = env.int("EPISODES_SUMMARY_INPUT_MAX_CHARS", default=24000)
 # Episode search: fused = w * cosine(summary) + (1 - w) * BM25 over the message text (scaled to the best hit).
-EPISODES_SEARCH_VECTOR_WEIGHT = env.float("EPISODES_SEARCH_VECTOR_WEIGHT", default=0.5)
+EPISODES_SEARCH_VECTOR_WEIGHT = float_setting(env, "EPISODES_SEARCH_VECTOR_WEIGHT", default=0.5)
 # BM25 saturation and length normalisation over the sessions (the textbook values: sessions vary in length).
-EPISODES_SEARCH_BM25_K1 = env.float("EPISODES_SEARCH_BM25_K1", default=1.2)
-EPISODES_SEARCH_BM25_B = env.float("EPISODES_SEARCH_BM25_B", default=0.75)
+EPISODES_SEARCH_BM25_K1 = float_setting(env, "EPISODES_SEARCH_BM25_K1", default=1.2)
+EPISODES_SEARCH_BM25_B = float_setting(env, "EPISODES_SEARCH_BM25_B", default=0.75)
 # --- Episodes: faults and load (issue 17) ---
 # Messages per extraction step: each range's facts commit with the watermark, so a crash repeats no committed range
 # (one more is taken rather than part a user message from the assistant's reply after it).
@@ -389,7 +390,7 @@ FORGET_EXEMPT_CATEGORIES = env.list("FORGET_EXEMPT_CATEGORIES", default=[])  # e
 FORGET_BATCH_SIZE = env.int("FORGET_BATCH_SIZE", default=10000)  # rows per transaction
 # Pause between batches, as a multiple of the batch's own time (1.0 = rest as long as it worked), so that a big
 # sweep leaves the database to the read path; 0 = no pause.
-FORGET_THROTTLE = env.float("FORGET_THROTTLE", default=1.0)
+FORGET_THROTTLE = float_setting(env, "FORGET_THROTTLE", default=1.0)
 FORGET_SWEEP_TIME = env("FORGET_SWEEP_TIME", default="03:00")  # daily sweep of every tenant, HH:MM UTC
 
 # --- Background tasks (django-q2: the ORM broker, or Redis when REDIS_URL is set) -------------------------------

@@ -19,6 +19,19 @@ def refuse(message: str) -> None:
     raise SystemExit(f"memoryproject: {message}")
 
 
+def float_setting(env, name: str, *, default: float | None) -> float | None:
+    """The number `name` holds, read as Python reads one ("1e6", "0.75"), or `default` when unset or empty; anything
+    else refused in one line. django-environ's own float keeps the digits, commas and dots of any text: "1e18" became
+    118.0 and "0.7x" 0.7, silently."""
+    raw = env.str(name, default="").strip()
+    if not raw:
+        return default
+    try:
+        return float(raw)
+    except ValueError:
+        refuse(f"{name} must be a number, not {raw!r}.")
+
+
 def check_production_secret_key(secret_key: str) -> None:
     """Django's own rule for a strong key (check --deploy's security.W009), enforced at start in production."""
     fix = 'generate one: python -c "import secrets; print(secrets.token_urlsafe(50))"'

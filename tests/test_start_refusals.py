@@ -74,6 +74,24 @@ def test_a_malformed_url_is_refused_in_one_line_without_its_password(tmp_path, v
     assert "secret-password" not in done.stderr
 
 
+@pytest.mark.parametrize("value", ["1e18x", "0.7,5", "much"])
+def test_a_number_setting_that_is_no_number_is_refused_in_one_line(tmp_path, value):
+    done = start(tmp_path, MANAGE_CHECK, DJANGO_ENV="development", SEARCH_GRAPH_MIN_SHARE_ROWS=value)
+
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"memoryproject: SEARCH_GRAPH_MIN_SHARE_ROWS must be a number, not {value!r}."
+
+
+def test_a_number_setting_is_read_as_python_reads_one(tmp_path):
+    shown = [sys.executable, "manage.py", "shell", "--no-imports", "-c", "from django.conf import settings as s;"
+             " print(s.SEARCH_GRAPH_MIN_SHARE_ROWS, s.FACTS_SEARCH_VECTOR_WEIGHT)"]  # fmt: skip
+
+    done = start(tmp_path, shown, DJANGO_ENV="development", SEARCH_GRAPH_MIN_SHARE_ROWS="1e18",
+                 FACTS_SEARCH_VECTOR_WEIGHT=" 0.65 ")  # fmt: skip
+
+    assert done.stdout.split() == ["1e+18", "0.65"], done.stderr
+
+
 @pytest.mark.slow
 def test_gunicorn_stops_at_once_on_a_missing_secret_key_instead_of_booting_workers(tmp_path):
     done = start(tmp_path, GUNICORN)
