@@ -662,7 +662,7 @@ def _entries_statement(
         table_rows=statistics.table_entries,
         partitions=statistics.partitions,
         sort_max_rows=settings.FACTS_SEARCH_EXACT_MAX_ENTRIES,
-        has_signs=True,
+        has_signs=ENTRIES.signs,
     )
 
     def document_frequency(match: str) -> str:  # a common term's from the statistics, the others' counted

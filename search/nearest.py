@@ -28,7 +28,7 @@ from django.conf import settings
 class NearestPath(Enum):
     SORT = "sort"  # every row of the scope, exactly
     SHORTLIST = "shortlist"  # the rows nearest by their signs, re-scored exactly
-    GRAPH = "graph"  # the table's HNSW graph, walked until it found enough of the scope's rows
+    GRAPH = "graph"  # the HNSW graph of the scope's table or partition, walked until it found enough of its rows
 
 
 def nearest_path(
@@ -50,7 +50,7 @@ def walks_graph(*, rows: float, table_rows: float, partitions: int = 1) -> bool:
     return rows * rows >= met * settings.SEARCH_GRAPH_MIN_SHARE_ROWS
 
 
-def walks_graph_sql(rows: str, table_rows: str, partitions: str = "1") -> str:
+def walks_graph_sql(rows: str, table_rows: str, partitions: str) -> str:
     """walks_graph as an SQL condition over three expressions, with the setting as %(graph_min_share_rows)s
     (walks_graph_params)."""
     met = f"({rows})::float8 + greatest(({table_rows}) - ({rows}), 0) / ({partitions})"
@@ -116,6 +116,8 @@ def nearest_sql(
     one runs. limit: an SQL expression (a placeholder); columns: more of the row's columns to return, ", a, b"."""
     if path is not None:
         paths, gates = [path], {path: "true"}
+    elif gates is None:
+        raise ValueError("nearest_sql: every path gated needs `gates`, or name one `path`")
     else:
         paths = [each for each in NearestPath if table.signs or each is not NearestPath.SHORTLIST]
     return "\n    UNION ALL\n    ".join(
