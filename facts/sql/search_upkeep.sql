@@ -1,7 +1,7 @@
 -- How the search tables follow facts_fact. Loaded whole by migration 0021 and by each later one that changes it
--- (0022: the signs; 0023: the entries partitioned by user): this file is what the database runs. Every trigger is
--- statement-level with transition tables, so a bulk insert (COPY included) costs one statement per table, not one
--- per row.
+-- (0022: the signs; 0023: the entries partitioned by user; 0024: changed facts found once): this file is what the
+-- database runs. Every trigger is statement-level with transition tables, so a bulk insert (COPY included) costs one
+-- statement per table, not one per row.
 --
 --   facts_fact --> facts_factsearchentry (FactSearchEntry: one narrow row per current active or pending fact)
 --                    |--> facts_factsearchcount (FactSearchCount: the user's entries per value of what a search
@@ -36,26 +36,24 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE FUNCTION facts_search_entry_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    changed bigint[];
 BEGIN
-    -- An update of none of the copied columns (a usage count, a review timestamp) writes nothing here, so the
-    -- entries' own triggers do not fire either.
-    IF NOT EXISTS (
-        SELECT FROM old_facts o JOIN new_facts n ON n.id = o.id
-        WHERE (o.tenant_id, o.user_id, o.agent_id, o.category, o.status, o.valid_to, o.embedding, o.embedding_model,
-               o.embedding_pending, o.search_vector)
-            IS DISTINCT FROM (n.tenant_id, n.user_id, n.agent_id, n.category, n.status, n.valid_to, n.embedding,
-               n.embedding_model, n.embedding_pending, n.search_vector)
-    ) THEN
+    -- The facts whose copied columns changed; an update of none of them (a usage count, a review timestamp) writes
+    -- nothing here, so the entries' own triggers do not fire either.
+    SELECT array_agg(n.id) INTO changed
+    FROM old_facts o JOIN new_facts n ON n.id = o.id
+    WHERE (o.tenant_id, o.user_id, o.agent_id, o.category, o.status, o.valid_to, o.embedding, o.embedding_model,
+           o.embedding_pending, o.search_vector)
+        IS DISTINCT FROM (n.tenant_id, n.user_id, n.agent_id, n.category, n.status, n.valid_to, n.embedding,
+           n.embedding_model, n.embedding_pending, n.search_vector);
+    IF changed IS NULL THEN
         RETURN NULL;
     END IF;
     -- A changed fact's entry is written afresh: deleted by its whole key (the partition's and the fact's), and
     -- inserted again while the fact is current and active or pending, in its user's partition should that change.
-    DELETE FROM facts_factsearchentry e USING old_facts o JOIN new_facts n ON n.id = o.id
-    WHERE e.fact_id = o.id AND e.tenant_id = o.tenant_id AND e.user_id = o.user_id
-        AND (o.tenant_id, o.user_id, o.agent_id, o.category, o.status, o.valid_to, o.embedding, o.embedding_model,
-             o.embedding_pending, o.search_vector)
-            IS DISTINCT FROM (n.tenant_id, n.user_id, n.agent_id, n.category, n.status, n.valid_to, n.embedding,
-             n.embedding_model, n.embedding_pending, n.search_vector);
+    DELETE FROM facts_factsearchentry e USING old_facts o JOIN unnest(changed) AS c(id) ON c.id = o.id
+    WHERE e.fact_id = o.id AND e.tenant_id = o.tenant_id AND e.user_id = o.user_id;
     INSERT INTO facts_factsearchentry
         (fact_id, tenant_id, user_id, agent_id, category, status, embedding, signs, vector_model, awaiting_vector,
          keywords)
@@ -64,15 +62,8 @@ BEGIN
         CASE WHEN f.embedding IS NULL THEN '' ELSE f.embedding_model END,
         f.embedding_pending <> '',
         f.search_vector || array_to_tsvector(ARRAY[facts_search_scope(f.tenant_id, f.user_id)])
-    FROM new_facts f
-    WHERE f.valid_to IS NULL AND f.status IN ('active', 'pending')
-        AND EXISTS (
-            SELECT FROM old_facts o WHERE o.id = f.id
-            AND (o.tenant_id, o.user_id, o.agent_id, o.category, o.status, o.valid_to, o.embedding,
-                 o.embedding_model, o.embedding_pending, o.search_vector)
-                IS DISTINCT FROM (f.tenant_id, f.user_id, f.agent_id, f.category, f.status, f.valid_to, f.embedding,
-                 f.embedding_model, f.embedding_pending, f.search_vector)
-        );
+    FROM new_facts f JOIN unnest(changed) AS c(id) ON c.id = f.id
+    WHERE f.valid_to IS NULL AND f.status IN ('active', 'pending');
     RETURN NULL;
 END $$;
 
