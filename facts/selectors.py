@@ -15,6 +15,7 @@ from core.db import parse_timestamps_in_c, vector_from_binary, vector_literal
 from core.keywords import Bm25, KeywordQuery, keyword_score, scored_rows
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
+from search.diversity import diversified
 from search.filters import Field as FilterField
 from search.filters import Node as FilterNode
 from search.filters import filter_parse, filter_q, filter_sql
@@ -339,7 +340,10 @@ def facts_search(
     vector_weight = settings.FACTS_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     candidates = [_candidate(row, now, half_life_days, vector_weight) for row in rows]
     candidates.sort(key=lambda candidate: (-candidate.score, -candidate.values[_AT["id"]]))
-    return [candidate.hit() for candidate in _diversify(candidates, limit, mmr_lambda)]
+    chosen = diversified(
+        [candidate.score for candidate in candidates], [candidate.vector for candidate in candidates], limit, mmr_lambda
+    )
+    return [candidates[place].hit() for place in chosen]
 
 
 @dataclass(frozen=True)
@@ -747,26 +751,3 @@ def _decay(last_seen, now, half_life_days: float) -> float:
         return 1.0
     age_days = max(0.0, (now - last_seen).total_seconds() / 86400)
     return 0.5 ** (age_days / half_life_days)
-
-
-def _diversify(candidates: list[_Candidate], limit: int, mmr_lambda: float) -> list[_Candidate]:
-    """Maximal marginal relevance: each next pick trades relevance against similarity to what is already picked,
-    so near-duplicates do not fill the top. lambda 1.0 = relevance only."""
-    if mmr_lambda >= 1.0 or len(candidates) <= 1:
-        return candidates[:limit]
-    dimensions = next((len(candidate.vector) for candidate in candidates if candidate.vector is not None), 1)
-    missing = np.zeros(dimensions, dtype=np.float32)  # a fact awaiting its vector: dissimilar to every pick
-    vectors = np.stack([missing if candidate.vector is None else candidate.vector for candidate in candidates])
-    top = candidates[0].score or 1.0
-    relevance = np.asarray([candidate.score / top for candidate in candidates])
-    redundancy = vectors @ vectors[0]  # each candidate's highest similarity to a pick so far
-    picked = np.zeros(len(candidates), dtype=bool)
-    picked[0] = True
-    chosen = [0]
-    while len(chosen) < min(limit, len(candidates)):
-        values = np.where(picked, -np.inf, mmr_lambda * relevance - (1 - mmr_lambda) * redundancy)
-        pick = int(np.argmax(values))
-        chosen.append(pick)
-        picked[pick] = True
-        np.maximum(redundancy, vectors @ vectors[pick], out=redundancy)
-    return [candidates[index] for index in chosen]

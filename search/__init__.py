@@ -1,1 +1,2 @@
-"""The search core's shared parts, below the domains: the filter language (search.filters)."""
+"""The search core, below the domains: how the nearest vectors are found (search.nearest), what a statement tells the
+planner (search.planner), the filter language (search.filters) and diversity (search.diversity)."""
