@@ -27,7 +27,7 @@ from search.nearest import (
     walks_graph_params,
     walks_graph_sql,
 )
-from search.planner import graph_walk_settings
+from search.planner import graph_walk_settings, rows_after_settings
 from tenancy.models import Tenant
 
 from .models import Fact, FactConflict, FactEvent, FactSearchCount
@@ -579,8 +579,7 @@ def _nearest_sql(where: str, path: NearestPath | None = None, keywords_column: b
 
 def graph_settings(params: dict) -> tuple[str, dict]:
     """The statement that sets the graph walk's settings (search.planner), to send before a statement built on
-    _nearest_sql in the same call: a simple query of two statements runs as one transaction, so they end with it,
-    or with the caller's transaction when there is one."""
+    _nearest_sql in the same call (search.planner.rows_after_settings)."""
     ef_search = max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0))
     return graph_walk_settings(ef_search=ef_search), params
 
@@ -595,9 +594,7 @@ def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
     that walk no graph: a keyword-only search, or one scanning facts_fact)."""
     parse_timestamps_in_c(cursor)
     prefix, params = graph_settings(params)
-    cursor.execute(prefix + sql, params)
-    cursor.nextset()
-    return cursor.fetchall()
+    return rows_after_settings(cursor, prefix, sql, params)
 
 
 _NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"

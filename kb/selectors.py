@@ -2,14 +2,13 @@
 
 import itertools
 import math
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import connections
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
@@ -20,7 +19,7 @@ from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from search.nearest import NearestPath, VectorTable, nearest_path, nearest_sql
-from search.planner import graph_walk_settings
+from search.planner import graph_walk_settings, rows_after_settings
 from tenancy.models import Tenant
 
 from .models import Document, DocumentIndexing, KBChunk
@@ -320,26 +319,10 @@ def _search_chunks(
     )
     # Serial: the keyword side's pattern walk relies on the parts of an Append running in order.
     walk = graph_walk_settings(ef_search=max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), serial=True)
-    connection = connections[begun.alias]
-    with _settings_ended(connection), connection.cursor() as cursor:
-        cursor.execute(walk + sql, params)
-        cursor.nextset()
-        rows = cursor.fetchall()
+    with connections[begun.alias].cursor() as cursor:
+        rows = rows_after_settings(cursor, walk, sql, params)
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     return _fused(rows, limit, term_count=len(begun.keywords), weight=weight)
-
-
-@contextmanager
-def _settings_ended(connection) -> Iterator[None]:
-    """Where the search's settings end: sent before the statement in one simple query, they end with its own
-    transaction (one round trip, not the four of a transaction of its own); inside a caller's transaction, with a
-    savepoint rolled back (a read), so that the caller's next statements run on its own settings."""
-    if connection.get_autocommit():
-        yield
-        return
-    with transaction.atomic(using=connection.alias):
-        yield
-        transaction.set_rollback(True, using=connection.alias)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,23 @@ def test_an_exact_code_is_found_by_the_keyword_channel(tenant):
     assert best.score > 0
 
 
+def test_the_search_settings_do_not_leak_into_the_callers_transaction(tenant):
+    """Tests run inside a transaction, as a write path's neighbour lookup does: the graph walk's settings, sent with
+    the statement, end with it (search.planner.rows_after_settings), not with the caller's transaction."""
+    [fact] = store(tenant, ["Keeps API keys in the team vault"])
+
+    hits = facts_search(tenant=tenant, user_id="u1", query="vault", limit=1)
+    neighbours = facts_nearest(
+        tenant=tenant, user_id="u1", vector=embed_query("vault", tenant=tenant, user_id="u1"), limit=1
+    )
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
+        after = cursor.fetchone()
+
+    assert [hit.fact.pk for hit in hits] == [neighbour.fact.pk for neighbour in neighbours] == [fact.pk]
+    assert after == ("off", "40")  # pgvector's defaults
+
+
 def test_every_hit_explains_its_score(tenant):
     store(tenant, DISTRACTORS)
 
