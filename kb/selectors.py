@@ -222,8 +222,8 @@ FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS t(term, n)
 CROSS JOIN LATERAL (SELECT tsvector_to_array(to_tsvector('english', term)) AS lexemes) l
 ORDER BY 1
 """
-# Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1 (bench/kb.py
-# at 1M chunks, p95: 4 terms 155 ms, 5 93 ms, 6 122 ms).
+# Common terms beyond these many are read in full too, the rarest first: their patterns number 2^n - 1, and five
+# measured fastest at 1M chunks (docs/benchmarks.md, "What each way in gave").
 MAX_PATTERN_TERMS = 5
 
 
@@ -458,11 +458,9 @@ def _vector_path(statistics: TermChunks) -> NearestPath:
 
 
 # The keyword side's chunks read in full when KB_SEARCH_KEYWORD_CHUNKS_READ is unset: this many times the square root
-# of the tenant's chunks, at least the floor. A fixed 2,000 left the exhaustive top 10 less found as a tenant grew,
-# since more chunks tie on the keyword side in the sets of common terms it could not read (bench/kb.py's corpora,
-# interleaved with --also KB_SEARCH_KEYWORD_CHUNKS_READ=2000; random vectors, hit@10 / p95: 100k chunks 0.958 / 34 ms,
-# 1M 0.848 / 86-113); 20 x sqrt reads 6,325 at 100k (0.988 / 39 ms) and 20,000 at 1M (0.961 / 99-127 ms; the hash
-# embedder's vectors 0.909 / 97 -> 0.982 / 206 ms, over the 150 aimed at).
+# of the tenant's chunks, at least the floor. A fixed budget left the exhaustive top 10 less found as a tenant grew,
+# since more chunks tie on the keyword side in the sets of common terms it could not read (docs/benchmarks.md, the
+# knowledge base's guard).
 KEYWORD_CHUNKS_READ_PER_ROOT = 20
 KEYWORD_CHUNKS_READ_FLOOR = 2000
 
