@@ -579,9 +579,12 @@ def _nearest_sql(where: str, path: NearestPath | None = None, keywords_column: b
 
 def graph_settings(params: dict) -> tuple[str, dict]:
     """The statement that sets the graph walk's settings (search.planner), to send before a statement built on
-    _nearest_sql in the same call (search.planner.rows_after_settings)."""
-    ef_search = max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0))
-    return graph_walk_settings(ef_search=ef_search), params
+    _nearest_sql in the same call, as _fetch_search_rows does (for EXPLAIN in tests and benchmarks)."""
+    return graph_walk_settings(ef_search=_ef_search(params)), params
+
+
+def _ef_search(params: dict) -> int:
+    return max(settings.FACTS_SEARCH_EF_SEARCH, params.get("nearest", 0))
 
 
 def nearest_params(nearest: int) -> dict:
@@ -593,8 +596,7 @@ def _fetch_search_rows(cursor, sql: str, params: dict) -> list[tuple]:
     """The rows of a search or neighbours statement, sent after the graph walk's settings (unused by the statements
     that walk no graph: a keyword-only search, or one scanning facts_fact)."""
     parse_timestamps_in_c(cursor)
-    prefix, params = graph_settings(params)
-    return rows_after_settings(cursor, prefix, sql, params)
+    return rows_after_settings(cursor, sql, params, ef_search=_ef_search(params))
 
 
 _NEIGHBOURS_WHERE = "tenant_id = %(tenant)s AND user_id = %(user_id)s AND status = ANY(%(statuses)s)"

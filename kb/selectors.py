@@ -19,7 +19,7 @@ from core.keywords import Bm25, KeywordQuery, idf
 from core.metrics import SEARCH_SECONDS, timed
 from core.replicas import read_alias
 from search.nearest import NearestPath, VectorTable, nearest_path, nearest_sql
-from search.planner import graph_walk_settings, rows_after_settings
+from search.planner import rows_after_settings
 from tenancy.models import Tenant
 
 from .models import Document, DocumentIndexing, KBChunk
@@ -318,9 +318,9 @@ def _search_chunks(
         documents=documents,
     )
     # Serial: the keyword side's pattern walk relies on the parts of an Append running in order.
-    walk = graph_walk_settings(ef_search=max(settings.KB_SEARCH_EF_SEARCH, params["candidates"]), serial=True)
+    ef_search = max(settings.KB_SEARCH_EF_SEARCH, params["candidates"])
     with connections[begun.alias].cursor() as cursor:
-        rows = rows_after_settings(cursor, walk, sql, params)
+        rows = rows_after_settings(cursor, sql, params, ef_search=ef_search, serial=True)
     weight = settings.KB_SEARCH_VECTOR_WEIGHT if vector is not None else 0.0
     return _fused(rows, limit, term_count=len(begun.keywords), weight=weight)
 

@@ -1,9 +1,6 @@
 """What a search tells PostgreSQL before its statement, in one place: how the HNSW graph is walked, and whether a
 plan may run in parallel; and how the settings are sent and ended (rows_after_settings)."""
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from django.db import transaction
 
 MAX_EF_SEARCH = 1000  # pgvector's upper bound for hnsw.ef_search
@@ -22,21 +19,23 @@ def graph_walk_settings(*, ef_search: int, serial: bool = False) -> str:
     )
 
 
-def rows_after_settings(cursor, settings_statement: str, sql: str, params) -> list[tuple]:
-    """The rows of `sql`, sent after `settings_statement` (graph_walk_settings) in one simple query: one round trip,
-    run as one transaction, so the settings end with it. Inside a caller's transaction they end with a savepoint
-    rolled back (the statement only reads), so that the caller's next statements run on its own settings."""
-    with _settings_ended(cursor.db):
-        cursor.execute(settings_statement + sql, params)
-        cursor.nextset()
-        return cursor.fetchall()
-
-
-@contextmanager
-def _settings_ended(connection) -> Iterator[None]:
-    if connection.get_autocommit():
-        yield
-        return
+def rows_after_settings(cursor, sql: str, params, *, ef_search: int, serial: bool = False) -> list[tuple]:
+    """The rows of `sql`, sent after graph_walk_settings in one simple query: one round trip, run as one transaction,
+    so the settings end with it. Inside a caller's transaction the walk's settings last to its end: only an HNSW scan
+    reads them, and every search sends its own. A serial plan's setting would bind every later statement of the
+    caller, so it ends with a savepoint rolled back (the statement only reads); a savepoint adds round trips to a
+    write's neighbour lookup, under the user's lock, so only a serial search pays for one."""
+    statement = graph_walk_settings(ef_search=ef_search, serial=serial) + sql
+    connection = cursor.db
+    if not serial or connection.get_autocommit():
+        return _rows(cursor, statement, params)
     with transaction.atomic(using=connection.alias):
-        yield
+        rows = _rows(cursor, statement, params)
         transaction.set_rollback(True, using=connection.alias)
+    return rows
+
+
+def _rows(cursor, statement: str, params) -> list[tuple]:
+    cursor.execute(statement, params)
+    cursor.nextset()  # past the settings' row
+    return cursor.fetchall()

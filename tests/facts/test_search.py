@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from ai.services import embed_query
 from core.keywords import MAX_QUERY_TERMS
@@ -54,21 +55,21 @@ def test_an_exact_code_is_found_by_the_keyword_channel(tenant):
     assert best.score > 0
 
 
-def test_the_search_settings_do_not_leak_into_the_callers_transaction(tenant):
-    """Tests run inside a transaction, as a write path's neighbour lookup does: the graph walk's settings, sent with
-    the statement, end with it (search.planner.rows_after_settings), not with the caller's transaction."""
+def test_a_neighbour_lookup_inside_a_write_transaction_sends_one_statement_and_no_savepoint(tenant):
+    """Tests run inside a transaction, as a write's neighbour lookup does under the user's lock: the walk's settings
+    go with the statement and last to the transaction's end (only an HNSW scan reads them, and each search sends its
+    own), so no savepoint is paid for ending them (search.planner.rows_after_settings; kb's serial search does end
+    its own: tests/kb/test_search.py)."""
     [fact] = store(tenant, ["Keeps API keys in the team vault"])
+    vector = embed_query("vault", tenant=tenant, user_id="u1")
 
-    hits = facts_search(tenant=tenant, user_id="u1", query="vault", limit=1)
-    neighbours = facts_nearest(
-        tenant=tenant, user_id="u1", vector=embed_query("vault", tenant=tenant, user_id="u1"), limit=1
-    )
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT current_setting('hnsw.iterative_scan'), current_setting('hnsw.ef_search')")
-        after = cursor.fetchone()
+    with CaptureQueriesContext(connection) as queries:
+        neighbours = facts_nearest(tenant=tenant, user_id="u1", vector=vector, limit=1)
 
-    assert [hit.fact.pk for hit in hits] == [neighbour.fact.pk for neighbour in neighbours] == [fact.pk]
-    assert after == ("off", "40")  # pgvector's defaults
+    assert [neighbour.fact.pk for neighbour in neighbours] == [fact.pk]
+    assert len(queries) == 1
+    assert "set_config('hnsw.ef_search'" in queries[0]["sql"]
+    assert "SAVEPOINT" not in queries[0]["sql"]
 
 
 def test_every_hit_explains_its_score(tenant):
